@@ -253,8 +253,9 @@ class CudfBackend:
     def take_rows(self, frame: Any, positions: Any) -> Any:
         return frame.take(_cupy().asarray(positions)).reset_index(drop=True)
 
-    def column_to_torch(self, series: Any, dtype: str, na_value: float | None = None) -> Any:
-        """A scalar column as a 1-D CUDA tensor, through DLPack (no host copy)."""
+    def column_to_torch(self, series: Any, dtype: str, na_value: float | None = None, rows: Any = None) -> Any:
+        """A scalar column as a 1-D CUDA tensor, through DLPack (no host copy); ``rows``
+        (positions) gathers those rows, in that order."""
         import torch
 
         if na_value is None:
@@ -262,10 +263,18 @@ class CudfBackend:
             values = series.astype(dtype).values
         else:
             values = series.astype(dtype).to_cupy(na_value=na_value)
-        return torch.from_dlpack(_cupy().ascontiguousarray(values))
+        cupy = _cupy()
+        if rows is not None:
+            return torch.from_dlpack(cupy.take(values, cupy.asarray(rows, dtype=cupy.int64)))
+        return torch.from_dlpack(cupy.ascontiguousarray(values))
 
-    def columns_to_torch(self, frame: Any, names: Sequence[str], dtype: str, na_value: float | None = None) -> Any:
-        """Several scalar columns as one ``[rows, len(names)]`` CUDA tensor."""
+    def columns_to_torch(
+        self, frame: Any, names: Sequence[str], dtype: str, na_value: float | None = None,
+        rows: Any = None, workspace: dict | None = None,
+    ) -> Any:
+        """Several scalar columns as one ``[rows, len(names)]`` CUDA tensor; ``rows``
+        (positions) gathers those rows, in that order. ``workspace`` is unused here: device
+        memory comes from CuPy's memory pool, which already reuses it."""
         import torch
 
         cupy = _cupy()
@@ -277,6 +286,8 @@ class CudfBackend:
                 out[:, j] = series.astype(dtype).values
             else:
                 out[:, j] = series.astype(dtype).to_cupy(na_value=na_value)
+        if rows is not None:
+            out = cupy.take(out, cupy.asarray(rows, dtype=cupy.int64), axis=0)
         return torch.from_dlpack(out)
 
     def list_column_to_torch(self, series: Any, dtype: str) -> tuple[Any, Any]:

@@ -35,16 +35,18 @@ class TupleBuilder:
     def __init__(self, cats: Sequence[str], conts: Sequence[str], labels: Sequence[str]) -> None:
         self.cats, self.conts, self.labels = list(cats), list(conts), list(labels)
 
-    def __call__(self, frame: Any) -> dict[str, torch.Tensor]:
+    def __call__(self, frame: Any, rows: Any = None, workspace: dict | None = None) -> dict[str, torch.Tensor]:
+        """The chunk's tensors; ``rows`` (positions) takes those rows in that order, and
+        ``workspace`` is scratch memory the caller reuses from chunk to chunk."""
         backend = backend_for(frame)
         out = {
-            "cats": backend.columns_to_torch(frame, self.cats, "int64"),
-            "conts": backend.columns_to_torch(frame, self.conts, "float32", na_value=np.nan),
+            "cats": backend.columns_to_torch(frame, self.cats, "int64", rows=rows, workspace=workspace),
+            "conts": backend.columns_to_torch(frame, self.conts, "float32", na_value=np.nan, rows=rows, workspace=workspace),
         }
         if len(self.labels) == 1:
-            out["labels"] = backend.column_to_torch(frame[self.labels[0]], "float32")
+            out["labels"] = backend.column_to_torch(frame[self.labels[0]], "float32", rows=rows)
         else:
-            out["labels"] = backend.columns_to_torch(frame, self.labels, "float32")
+            out["labels"] = backend.columns_to_torch(frame, self.labels, "float32", rows=rows, workspace=workspace)
         return out
 
 
@@ -66,13 +68,17 @@ class DictBuilder:
         self.columns = list(columns)
         self.dense_only = not any(spec.is_list for spec in self.columns)
 
-    def __call__(self, frame: Any) -> dict[str, Any]:
+    def __call__(self, frame: Any, rows: Any = None, workspace: dict | None = None) -> dict[str, Any]:
+        """The chunk's tensors; ``rows`` (positions, dense-only builders) takes those rows in
+        that order. ``workspace`` is accepted for the common builder signature."""
+        if rows is not None and not self.dense_only:
+            raise ValueError("rows= needs a builder without list columns; take the frame's rows first")
         backend = backend_for(frame)
         out: dict[str, Any] = {}
         for spec in self.columns:
             series = frame[spec.name]
             if not spec.is_list:
-                out[spec.name] = backend.column_to_torch(series, spec.dtype, na_value=spec.na_value)
+                out[spec.name] = backend.column_to_torch(series, spec.dtype, na_value=spec.na_value, rows=rows)
                 continue
             values, offsets = backend.list_column_to_torch(series, spec.dtype)
             ragged = Ragged.from_offsets(values, offsets)

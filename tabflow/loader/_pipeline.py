@@ -48,8 +48,9 @@ def _produce(dataset: Any, columns: Sequence[str], plan: Sequence[ChunkSpec], bu
     if not plan:
         return
     order = [p for spec in plan for p in spec.partitions]
-    source = dataset.to_iter(columns=list(columns), indices=order, prefetch=1)
+    source = dataset.to_iter(columns=list(columns), indices=order, prefetch=2)
     stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+    workspace: dict = {}  # scratch memory reused from chunk to chunk in this epoch
     try:
         for spec in plan:
             frames = [next(source) for _ in spec.partitions]
@@ -57,7 +58,7 @@ def _produce(dataset: Any, columns: Sequence[str], plan: Sequence[ChunkSpec], bu
             frame = backend.concat_rows(frames) if len(frames) > 1 else frames[0]
             if shuffle:
                 positions = spec.start + chunk_permutation(seed, rank, spec)[spec.skip :]
-                chunk = _shuffled_chunk(builder, backend, frame, positions)
+                chunk = _shuffled_chunk(builder, backend, frame, positions, workspace)
             else:
                 chunk = builder(backend.slice_rows(frame, spec.start + spec.skip, spec.stop))
             chunk = chunk_to_device(chunk, device, stream)
@@ -66,17 +67,16 @@ def _produce(dataset: Any, columns: Sequence[str], plan: Sequence[ChunkSpec], bu
         source.close()
 
 
-def _shuffled_chunk(builder: Callable, backend: Any, frame: Any, positions: Any) -> dict:
+def _shuffled_chunk(builder: Callable, backend: Any, frame: Any, positions: Any, workspace: dict) -> dict:
     """The chunk's rows at ``positions``.
 
-    Dense chunks are converted first and permuted as tensors: one row gather per stacked
-    tensor costs less than gathering every column of the frame. Chunks with list columns
-    are permuted as frames, which keeps each row's list together.
+    Dense chunks gather whole rows while converting (the columns are interleaved into reused
+    scratch memory, then rows are gathered once per stacked tensor), which costs less than
+    gathering every column of the frame. Chunks with list columns are permuted as frames,
+    which keeps each row's list together.
     """
     if getattr(builder, "dense_only", False):
-        chunk = builder(frame)
-        index = torch.as_tensor(positions, dtype=torch.int64, device=next(iter(chunk.values())).device)
-        return {name: tensor.index_select(0, index) for name, tensor in chunk.items()}
+        return builder(frame, rows=positions, workspace=workspace)
     return builder(backend.take_rows(frame, positions))
 
 

@@ -178,3 +178,57 @@ def test_importing_tabflow_loads_no_compiler_or_framework():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_columns_to_torch_gathers_rows_like_numpy(backend):
+    rng = np.random.default_rng(0)
+    host = pd.DataFrame({
+        "a": rng.integers(0, 1000, 50), "b": rng.integers(-5, 5, 50).astype("int32"),
+        "x": rng.normal(size=50).astype("float32"), "y": rng.normal(size=50),
+    })
+    host.loc[[3, 7], "x"] = np.nan
+    frame = backend.from_host(host)
+    reference_cats = host[["a", "b"]].to_numpy(dtype=np.int64)
+    reference_conts = host[["x", "y"]].to_numpy(dtype=np.float32)
+    workspace: dict = {}
+    # A larger gather after a smaller one grows the scratch memory; a smaller one reuses it.
+    for rows in (rng.permutation(20), rng.permutation(50), rng.permutation(50)[:7], np.arange(0)):
+        cats = backend.columns_to_torch(frame, ["a", "b"], "int64", rows=rows, workspace=workspace)
+        conts = backend.columns_to_torch(frame, ["x", "y"], "float32", na_value=np.nan, rows=rows, workspace=workspace)
+        label = backend.column_to_torch(frame["a"], "float32", rows=rows)
+        np.testing.assert_array_equal(cats.cpu().numpy(), reference_cats[rows])
+        np.testing.assert_array_equal(conts.cpu().numpy(), reference_conts[rows])
+        np.testing.assert_array_equal(label.cpu().numpy(), host["a"].to_numpy(np.float32)[rows])
+        assert cats.is_contiguous() and tuple(cats.shape) == (len(rows), 2)
+    # Every result owns its memory: writing to one never shows in the next.
+    first = backend.columns_to_torch(frame, ["a"], "int64", rows=np.arange(5), workspace=workspace)
+    second = backend.columns_to_torch(frame, ["a"], "int64", rows=np.arange(5), workspace=workspace)
+    first.fill_(-1)
+    assert second.cpu().numpy().ravel().tolist() == host["a"].tolist()[:5]
+    unshuffled = backend.columns_to_torch(frame, ["a", "b"], "int64")
+    np.testing.assert_array_equal(unshuffled.cpu().numpy(), reference_cats)
+    assert tuple(backend.columns_to_torch(frame, [], "float32", rows=np.arange(4)).shape) == (4, 0)
+
+
+def test_columns_to_torch_rejects_nulls_in_integer_output(backend):
+    frame = backend.from_host(pd.DataFrame({"c": pd.array([1, None, 3], dtype="Int64"), "f": [1.0, np.nan, 2.0]}))
+    for name in ("c", "f"):
+        with pytest.raises(ValueError, match=f"column '{name}' has 1 null"):
+            backend.columns_to_torch(frame, [name], "int64", rows=np.arange(3), workspace={})
+        with pytest.raises(ValueError, match=f"column '{name}' has 1 null"):
+            backend.column_to_torch(frame[name], "int64", rows=np.arange(3))
+
+
+def test_from_arrow_keeps_plain_numeric_columns_as_views():
+    backend = get_backend("pandas")
+    table = pa.table({
+        "i": pa.array([1, 2, 3], pa.int64()), "f": pa.array([0.5, 1.5, 2.5], pa.float32()),
+        "n": pa.array([1, None, 3], pa.int64()), "c": pa.chunked_array([[1, 2], [3]], pa.int32()),
+    })
+    frame = backend.from_arrow(table, {"i": "int64", "f": "float32", "n": "Int64", "c": "int64"})
+    assert np.shares_memory(frame["i"].to_numpy(), table.column("i").chunk(0).to_numpy())
+    assert np.shares_memory(frame["f"].to_numpy(), table.column("f").chunk(0).to_numpy())
+    assert [str(t) for t in frame.dtypes] == ["int64", "float32", "Int64", "int64"]
+    assert frame["n"].isna().tolist() == [False, True, False] and frame["c"].tolist() == [1, 2, 3]
+    planned_wider = backend.from_arrow(table.select(["i"]), {"i": "float64"})
+    assert str(planned_wider["i"].dtype) == "float64" and planned_wider["i"].tolist() == [1.0, 2.0, 3.0]

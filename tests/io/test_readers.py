@@ -255,3 +255,21 @@ def test_unknown_format(tmp_path):
     (tmp_path / "a.bin").write_bytes(b"x")
     with pytest.raises(ValueError, match="engine="):
         nvt.Dataset(str(tmp_path / "a.bin"))
+
+
+def test_iterating_plain_parquet_never_imports_distributed(tmp_path):
+    # Looking for a dask distributed client must not import the package (~0.3 s) when no
+    # client can exist: the loader asks at the start of every epoch.
+    import subprocess
+    import sys
+
+    pd.DataFrame({"a": range(10)}).to_parquet(tmp_path / "p.parquet")
+    script = (
+        "import sys, tabflow as nvt\n"
+        f"ds = nvt.Dataset({str(tmp_path)!r}, engine='parquet', cpu=True)\n"
+        "rows = sum(len(p) for p in ds.to_iter())\n"
+        "print(rows, 'distributed' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["10", "False"]

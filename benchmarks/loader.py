@@ -44,7 +44,7 @@ from _common import rss_mb  # noqa: E402
 
 _RESULT = "RESULT "
 _FLOOR_TARGET = 0.7
-_ROWWISE_TARGET = 100.0
+_ROWWISE_TARGET = 200.0
 
 
 # ------------------------------------------------------------------------------------ phases
@@ -310,9 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     # The target is against what users replace (rows served from a pandas frame); the
     # tensor-rows form is the fastest a row-wise DataLoader gets and is shown for reference.
     ratio = ours / rowwise["pandas"]
+    later = f"; later epochs {_later_rate(ours_result) / rowwise['pandas']:,.1f}x" if _later_rate(ours_result) else ""
     print(
         f"ratio TorchAsyncItr / row-indexed DataLoader (pandas rows): {ratio:,.1f}x "
-        f"(target: hundreds, >= {_ROWWISE_TARGET:.0f}x) {'OK' if ratio >= _ROWWISE_TARGET else 'BELOW TARGET'}"
+        f"(target: hundreds, >= {_ROWWISE_TARGET:.0f}x) {'OK' if ratio >= _ROWWISE_TARGET else 'BELOW TARGET'} [first epoch{later}]"
     )
     print(f"ratio TorchAsyncItr / row-indexed DataLoader (tensor rows, reference): {ours / rowwise['tensor']:,.1f}x")
     return 0

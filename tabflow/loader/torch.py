@@ -59,7 +59,8 @@ _SHARED_DOC = """
         seed derived from ``e`` (reproducible, and identical on all ranks).
     parts_per_chunk : int
         Partitions concatenated (and shuffled together) per chunk. Memory holds up to about
-        three chunks: one being cut into batches and two queued.
+        eight chunks' worth: one being cut into batches, two queued, one being built (with
+        its scratch copy) and two chunks' partitions read ahead.
     device : str, int or torch.device, optional
         ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a CUDA index. Default: CPU for the pandas
         engine, the current CUDA device for cuDF. CUDA chunks are copied from pinned host

@@ -185,3 +185,25 @@ def test_dataloader_checkpoint_round_trip(dataset):
     resumed = DLDataLoader(_itr(dataset, batch_size=30, shuffle=True))
     resumed.load_state_dict(state)
     assert head + [b[0][:, 0].tolist() for b in resumed] == reference
+
+
+def test_builders_gather_rows_while_converting():
+    import numpy as np
+    import pyarrow as pa
+
+    from tabflow.loader._builders import ColumnSpec, DictBuilder, TupleBuilder
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"c1": rng.integers(0, 9, 40), "c2": rng.integers(0, 9, 40), "x": rng.normal(size=40), "y": rng.integers(0, 2, 40)})
+    positions = rng.permutation(40)[:25]
+    builder = TupleBuilder(["c1", "c2"], ["x"], ["y"])
+    whole, gathered = builder(frame), builder(frame, rows=positions, workspace={})
+    index = torch.from_numpy(positions)
+    for name in ("cats", "conts", "labels"):
+        assert torch.equal(gathered[name], whole[name].index_select(0, index))
+    scalars = DictBuilder([ColumnSpec("c1", "int64"), ColumnSpec("x", "float32")])
+    assert scalars(frame, rows=positions)["c1"].tolist() == frame["c1"].to_numpy()[positions].tolist()
+    with_lists = DictBuilder([ColumnSpec("tags", "int64", is_list=True)])
+    lists = pd.DataFrame({"tags": pd.Series([[1], [2, 3]], dtype=pd.ArrowDtype(pa.list_(pa.int64())))})
+    with pytest.raises(ValueError, match="without list columns"):
+        with_lists(lists, rows=[1, 0])

@@ -137,6 +137,8 @@ class ChunkLoader(torch.utils.data.IterableDataset):
         return int(self.seed_fn()) if self.seed_fn is not None else default_epoch_seed(epoch)
 
     def __iter__(self) -> "ChunkLoader":
+        # Every iter() starts an epoch (or the resumed one): an epoch left after a `break` is
+        # abandoned, as in NVTabular, whose training scripts loop `for batch in itr` per epoch.
         self._stop_epoch()
         if self._resume is not None:
             epoch, seed, done = self._resume

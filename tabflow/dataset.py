@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from dask.utils import parse_bytes
 
@@ -218,16 +218,23 @@ class Dataset:
         """The dask DataFrame (optionally only some columns)."""
         return self._ddf[list(columns)] if columns else self._ddf
 
-    def to_iter(self, columns: Sequence[str] | None = None, indices: Sequence[int] | None = None, prefetch: int = 2) -> Iterator[Any]:
-        """Yield the partitions as in-memory frames, in order (or in ``indices`` order)."""
+    def to_iter(
+        self, columns: Sequence[str] | None = None, indices: Sequence[int] | None = None, prefetch: int = 2,
+        convert: Callable[[Any], Any] | None = None,
+    ) -> Iterator[Any]:
+        """Yield the partitions as in-memory frames, in order (or in ``indices`` order).
+
+        ``convert(frame)``, when given, is yielded instead of each frame; it runs in the
+        threads that read ahead (locally), so its work overlaps with the consumer's.
+        """
         if self._direct is not None and active_client(self.client) is None:
             # Plain parquet files: read each partition directly, skipping dask's per-call
             # graph work (the data loader iterates every epoch).
             reader, pieces = self._direct
             reader = reader.with_columns(list(columns)) if columns else reader
             order = range(len(pieces)) if indices is None else indices
-            return iter_calls([functools.partial(reader, pieces[i]) for i in order], prefetch=prefetch)
-        return iter_partitions(self.to_ddf(columns), order=indices, prefetch=prefetch, client=self.client)
+            return iter_calls([functools.partial(reader, pieces[i]) for i in order], prefetch=prefetch, convert=convert)
+        return iter_partitions(self.to_ddf(columns), order=indices, prefetch=prefetch, client=self.client, convert=convert)
 
     def compute(self) -> Any:
         """The whole dataset as one in-memory frame."""

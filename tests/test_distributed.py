@@ -73,3 +73,11 @@ def test_explicit_and_default_client_match_local_scheduler(cluster, data_dir, tm
         assert len(client.nthreads()) == 2
         files = nvt.Dataset(str(data_dir)).to_parquet(str(tmp_path / "per_proc"), out_files_per_proc=2)
         assert len(files) == 4
+
+
+def test_to_iter_converts_partitions_computed_by_the_cluster(cluster, data_dir):
+    with distributed.Client(cluster) as client:
+        ds = nvt.Dataset(str(data_dir), engine="parquet", part_size=1, client=client)
+        sums = list(ds.to_iter(columns=["rid"], indices=[3, 0], convert=lambda frame: int(frame["rid"].sum())))
+        parts = list(ds.to_iter(columns=["rid"], indices=[3, 0]))
+    assert sums == [int(p["rid"].sum()) for p in parts] and len(sums) == 2

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -253,9 +253,8 @@ class CudfBackend:
     def take_rows(self, frame: Any, positions: Any) -> Any:
         return frame.take(_cupy().asarray(positions)).reset_index(drop=True)
 
-    def column_to_torch(self, series: Any, dtype: str, na_value: float | None = None, rows: Any = None) -> Any:
-        """A scalar column as a 1-D CUDA tensor, through DLPack (no host copy); ``rows``
-        (positions) gathers those rows, in that order."""
+    def column_to_torch(self, series: Any, dtype: str, na_value: float | None = None) -> Any:
+        """A scalar column as a 1-D CUDA tensor, through DLPack (no host copy)."""
         import torch
 
         if na_value is None:
@@ -263,18 +262,17 @@ class CudfBackend:
             values = series.astype(dtype).values
         else:
             values = series.astype(dtype).to_cupy(na_value=na_value)
-        cupy = _cupy()
-        if rows is not None:
-            return torch.from_dlpack(cupy.take(values, cupy.asarray(rows, dtype=cupy.int64)))
-        return torch.from_dlpack(cupy.ascontiguousarray(values))
+        return torch.from_dlpack(_cupy().ascontiguousarray(values))
 
     def columns_to_torch(
         self, frame: Any, names: Sequence[str], dtype: str, na_value: float | None = None,
-        rows: Any = None, workspace: dict | None = None,
+        allocate: Callable[[tuple[int, ...], str], Any] | None = None,
     ) -> Any:
-        """Several scalar columns as one ``[rows, len(names)]`` CUDA tensor; ``rows``
-        (positions) gathers those rows, in that order. ``workspace`` is unused here: device
-        memory comes from CuPy's memory pool, which already reuses it."""
+        """Several scalar columns as one ``[rows, len(names)]`` CUDA tensor.
+
+        ``allocate`` provides host memory and is not used here: device memory comes from
+        CuPy's memory pool, which already recycles it.
+        """
         import torch
 
         cupy = _cupy()
@@ -286,8 +284,6 @@ class CudfBackend:
                 out[:, j] = series.astype(dtype).values
             else:
                 out[:, j] = series.astype(dtype).to_cupy(na_value=na_value)
-        if rows is not None:
-            out = cupy.take(out, cupy.asarray(rows, dtype=cupy.int64), axis=0)
         return torch.from_dlpack(out)
 
     def list_column_to_torch(self, series: Any, dtype: str) -> tuple[Any, Any]:

@@ -17,7 +17,7 @@ Examples
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import dask.dataframe as dd
 import numpy as np
@@ -228,18 +228,15 @@ class PandasBackend:
         """Rows at the given positions, in that order."""
         return frame.take(np.asarray(positions)).reset_index(drop=True)
 
-    def column_to_torch(self, series: pd.Series, dtype: str, na_value: float | None = None, rows: Any = None) -> Any:
+    def column_to_torch(self, series: pd.Series, dtype: str, na_value: float | None = None) -> Any:
         """A scalar column as a 1-D torch tensor of ``dtype`` (in host memory here).
 
         Nulls become ``na_value``; with ``na_value=None`` a null is a ``ValueError`` naming
-        the column. ``rows`` (positions) gathers those rows, in that order, in the same
-        copy. cuDF returns a tensor on its GPU through DLPack instead.
+        the column. cuDF returns a tensor on its GPU through DLPack instead.
         """
         import torch
 
         values = _column_values(series, dtype, na_value)
-        if rows is not None:
-            return torch.from_numpy(np.take(values, np.asarray(rows)))
         if not values.flags.writeable:
             # pandas hands out read-only views under copy-on-write; torch needs writable memory.
             values = values.copy()
@@ -247,26 +244,20 @@ class PandasBackend:
 
     def columns_to_torch(
         self, frame: pd.DataFrame, names: Sequence[str], dtype: str, na_value: float | None = None,
-        rows: Any = None, workspace: dict | None = None,
+        allocate: Callable[[tuple[int, ...], str], np.ndarray] | None = None,
     ) -> Any:
         """Several scalar columns as one ``[rows, len(names)]`` tensor.
 
-        ``rows`` (positions) gives the rows to take, in that order: the columns are stacked
-        into a scratch array kept in ``workspace`` (a dict the caller reuses from chunk to
-        chunk, so its pages are already mapped) and whole rows are then gathered into the
-        result, which costs less than gathering each column.
+        ``allocate(shape, dtype)`` provides the result's memory (by default a new NumPy
+        array); the data loader passes a pool that recycles memory from chunk to chunk.
         """
         import torch
 
-        count = len(frame) if rows is None else len(rows)
         if not names:  # e.g. no continuous columns: still one (empty) row per frame row
-            return torch.empty((count, 0), dtype=getattr(torch, dtype))
+            return torch.empty((len(frame), 0), dtype=getattr(torch, dtype))
         columns = [_column_values(frame[name], dtype, na_value) for name in names]
-        if rows is None:
-            return torch.from_numpy(_stack_columns(columns, _fresh_array((len(frame), len(names)), dtype)))
-        staged = _stack_columns(columns, _scratch_array(workspace, (len(frame), len(names)), dtype))
-        out = torch.from_numpy(_fresh_array((count, len(names)), dtype))
-        return torch.index_select(torch.from_numpy(staged), 0, torch.from_numpy(np.asarray(rows, dtype=np.int64)), out=out)
+        out = (allocate or _fresh_array)((len(frame), len(names)), dtype)
+        return torch.from_numpy(_stack_columns(columns, out))
 
     def list_column_to_torch(self, series: pd.Series, dtype: str) -> tuple[Any, Any]:
         """A list column as flat ``values`` (``dtype``) and int64 ``offsets`` tensors.
@@ -560,21 +551,10 @@ def _column_values(series: pd.Series, dtype: str, na_value: float | None) -> np.
     return series.to_numpy(dtype=dtype)
 
 
-def _fresh_array(shape: tuple[int, int], dtype: str) -> np.ndarray:
+def _fresh_array(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     # NumPy asks the kernel for huge pages for large arrays: mapping a fresh chunk costs
     # far fewer page faults than with torch's own allocation.
     return np.empty(shape, dtype=dtype)
-
-
-def _scratch_array(workspace: dict | None, shape: tuple[int, int], dtype: str) -> np.ndarray:
-    """A ``shape`` array reused through ``workspace`` (grown when too small), or a fresh one."""
-    if workspace is None:
-        return _fresh_array(shape, dtype)
-    key = ("stack", np.dtype(dtype).str, shape[1])
-    array = workspace.get(key)
-    if array is None or array.shape[0] < shape[0]:
-        array = workspace[key] = _fresh_array(shape, dtype)
-    return array[: shape[0]]
 
 
 def _stack_columns(columns: Sequence[np.ndarray], out: np.ndarray) -> np.ndarray:

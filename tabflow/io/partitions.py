@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 __all__ = ["iter_partitions", "iter_calls", "active_client"]
 
@@ -41,23 +41,36 @@ def active_client(client: Any = None) -> Any:
 
 
 def iter_partitions(
-    ddf: Any, order: Sequence[int] | None = None, prefetch: int = 2, client: Any = None
+    ddf: Any, order: Sequence[int] | None = None, prefetch: int = 2, client: Any = None,
+    convert: Callable[[Any], Any] | None = None,
 ) -> Iterator[Any]:
-    """Yield computed partitions of ``ddf`` in ``order`` (default: natural order)."""
+    """Yield computed partitions of ``ddf`` in ``order`` (default: natural order).
+
+    ``convert`` (optional) is applied to each computed partition; locally it runs in the
+    reading threads, so converting overlaps with the consumer's work.
+    """
     parts = ddf.to_delayed()
     order = range(len(parts)) if order is None else order
     client = active_client(client)
     if client is not None:
-        yield from _windowed(lambda index: client.compute(parts[index]), order, prefetch)
+        results = _windowed(lambda index: client.compute(parts[index]), order, prefetch)
+        yield from results if convert is None else map(convert, results)
         return
     with ThreadPoolExecutor(max_workers=max(1, prefetch), thread_name_prefix="tabflow-read") as pool:
-        yield from _windowed(lambda index: pool.submit(parts[index].compute, scheduler="sync"), order, prefetch)
+        yield from _windowed(lambda index: pool.submit(_then(convert, parts[index].compute), scheduler="sync"), order, prefetch)
 
 
-def iter_calls(calls: Sequence[Any], prefetch: int = 2) -> Iterator[Any]:
-    """Yield ``call()`` for each call, in order, running up to ``prefetch`` ahead in threads."""
+def iter_calls(calls: Sequence[Any], prefetch: int = 2, convert: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+    """Yield ``call()`` (or ``convert(call())``) for each call, in order, running up to
+    ``prefetch`` ahead in threads."""
     with ThreadPoolExecutor(max_workers=max(1, prefetch), thread_name_prefix="tabflow-read") as pool:
-        yield from _windowed(lambda index: pool.submit(calls[index]), range(len(calls)), prefetch)
+        yield from _windowed(lambda index: pool.submit(_then(convert, calls[index])), range(len(calls)), prefetch)
+
+
+def _then(convert: Callable[[Any], Any] | None, call: Callable[..., Any]) -> Callable[..., Any]:
+    if convert is None:
+        return call
+    return lambda *args, **kwargs: convert(call(*args, **kwargs))
 
 
 def _windowed(submit: Any, order: Sequence[int], prefetch: int) -> Iterator[Any]:

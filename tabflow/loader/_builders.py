@@ -14,7 +14,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -23,6 +23,9 @@ from tabflow.backends import backend_for
 from tabflow.loader._tensors import Ragged
 
 __all__ = ["TupleBuilder", "DictBuilder", "ColumnSpec", "pad_ragged"]
+
+#: ``allocate(shape, dtype) -> numpy.ndarray``: where builders put the columns they stack.
+Allocate = Callable[[tuple, str], np.ndarray]
 
 
 class TupleBuilder:
@@ -35,18 +38,18 @@ class TupleBuilder:
     def __init__(self, cats: Sequence[str], conts: Sequence[str], labels: Sequence[str]) -> None:
         self.cats, self.conts, self.labels = list(cats), list(conts), list(labels)
 
-    def __call__(self, frame: Any, rows: Any = None, workspace: dict | None = None) -> dict[str, torch.Tensor]:
-        """The chunk's tensors; ``rows`` (positions) takes those rows in that order, and
-        ``workspace`` is scratch memory the caller reuses from chunk to chunk."""
+    def __call__(self, frame: Any, allocate: Allocate | None = None) -> dict[str, torch.Tensor]:
+        """The chunk's tensors; ``allocate(shape, dtype)`` provides host memory for the
+        stacked columns (the loader recycles it through a pool)."""
         backend = backend_for(frame)
         out = {
-            "cats": backend.columns_to_torch(frame, self.cats, "int64", rows=rows, workspace=workspace),
-            "conts": backend.columns_to_torch(frame, self.conts, "float32", na_value=np.nan, rows=rows, workspace=workspace),
+            "cats": backend.columns_to_torch(frame, self.cats, "int64", allocate=allocate),
+            "conts": backend.columns_to_torch(frame, self.conts, "float32", na_value=np.nan, allocate=allocate),
         }
         if len(self.labels) == 1:
-            out["labels"] = backend.column_to_torch(frame[self.labels[0]], "float32", rows=rows)
+            out["labels"] = backend.column_to_torch(frame[self.labels[0]], "float32")
         else:
-            out["labels"] = backend.columns_to_torch(frame, self.labels, "float32", rows=rows, workspace=workspace)
+            out["labels"] = backend.columns_to_torch(frame, self.labels, "float32", allocate=allocate)
         return out
 
 
@@ -68,17 +71,15 @@ class DictBuilder:
         self.columns = list(columns)
         self.dense_only = not any(spec.is_list for spec in self.columns)
 
-    def __call__(self, frame: Any, rows: Any = None, workspace: dict | None = None) -> dict[str, Any]:
-        """The chunk's tensors; ``rows`` (positions, dense-only builders) takes those rows in
-        that order. ``workspace`` is accepted for the common builder signature."""
-        if rows is not None and not self.dense_only:
-            raise ValueError("rows= needs a builder without list columns; take the frame's rows first")
+    def __call__(self, frame: Any, allocate: Allocate | None = None) -> dict[str, Any]:
+        """The chunk's tensors; ``allocate`` is accepted for the common builder signature
+        (each scalar column is converted on its own, without stacking)."""
         backend = backend_for(frame)
         out: dict[str, Any] = {}
         for spec in self.columns:
             series = frame[spec.name]
             if not spec.is_list:
-                out[spec.name] = backend.column_to_torch(series, spec.dtype, na_value=spec.na_value, rows=rows)
+                out[spec.name] = backend.column_to_torch(series, spec.dtype, na_value=spec.na_value)
                 continue
             values, offsets = backend.list_column_to_torch(series, spec.dtype)
             ragged = Ragged.from_offsets(values, offsets)

@@ -1,25 +1,30 @@
 """The engine-neutral chunk pipeline shared by ``TorchAsyncItr`` and ``Loader``.
 
-Per epoch: plan the chunks of this rank (:mod:`tabflow.loader._plan`); a background thread
-reads each chunk's partitions, concatenates and trims them, permutes its rows when shuffling,
-converts every column to a tensor once (a *chunk builder* decides how) and moves the chunk to
-the target device. The consuming thread cuts batches as views of the chunk tensors; rows left
-at the end of a chunk are joined with the start of the next one, so every batch is full
-except possibly the last.
+Per epoch: plan the chunks of this rank (:mod:`tabflow.loader._plan`). Reading threads fetch
+the partitions a few ahead and, for dense columns, convert every column to a tensor once as
+soon as its partition is read (a *chunk builder* decides how). A loader thread joins each
+chunk's partitions, trims them, permutes their rows when shuffling (one row gather per
+stacked tensor; chunks with list columns are permuted as frames, then converted) and moves
+the chunk to the target device. The consuming thread cuts batches as views of the chunk
+tensors; rows left at the end of a chunk are joined with the start of the next one, so every
+batch is full except possibly the last. Host memory of chunks is recycled
+(:mod:`tabflow.loader._memory`) once the consumer holds no batch of them.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
 from tabflow.backends import backend_for
+from tabflow.loader._memory import ArrayPool
 from tabflow.loader._plan import ChunkSpec, chunk_permutation, default_epoch_seed, plan_epoch, rank_share, skip_rows
 from tabflow.loader._prefetch import Prefetcher
 from tabflow.loader._ranks import resolve_ranks
-from tabflow.loader._tensors import cat_chunks, chunk_to_device, record_stream, slice_chunk
+from tabflow.loader._tensors import cat_chunks, chunk_to_device, record_stream, slice_chunk, take_rows
 
 __all__ = ["ChunkLoader", "resolve_device"]
 
@@ -43,41 +48,40 @@ def resolve_device(device: Any, engine: str) -> torch.device:
 
 
 def _produce(dataset: Any, columns: Sequence[str], plan: Sequence[ChunkSpec], builder: Callable, shuffle: bool,
-             seed: int, rank: int, device: torch.device) -> Iterator[tuple[dict, int]]:
+             seed: int, rank: int, device: torch.device, memory: ArrayPool) -> Iterator[tuple[dict, int]]:
     """Runs in the loader thread; holds no reference to the loader so it can be collected."""
     if not plan:
         return
     order = [p for spec in plan for p in spec.partitions]
-    source = dataset.to_iter(columns=list(columns), indices=order, prefetch=2)
+    # Chunks of dense columns are converted to tensors by the threads that read ahead, and
+    # shuffled as tensors (one row gather per stacked tensor). Chunks with list columns are
+    # shuffled as frames, which keeps each row's list together, then converted here.
+    dense = getattr(builder, "dense_only", False)
+    convert = functools.partial(builder, allocate=memory.empty) if dense else None
+    source = dataset.to_iter(columns=list(columns), indices=order, prefetch=2, convert=convert)
     stream = torch.cuda.Stream(device) if device.type == "cuda" else None
-    workspace: dict = {}  # scratch memory reused from chunk to chunk in this epoch
     try:
         for spec in plan:
-            frames = [next(source) for _ in spec.partitions]
-            backend = backend_for(frames[0])
-            frame = backend.concat_rows(frames) if len(frames) > 1 else frames[0]
-            if shuffle:
-                positions = spec.start + chunk_permutation(seed, rank, spec)[spec.skip :]
-                chunk = _shuffled_chunk(builder, backend, frame, positions, workspace)
+            parts = [next(source) for _ in spec.partitions]
+            rows = spec.start + chunk_permutation(seed, rank, spec)[spec.skip :] if shuffle else None
+            if dense:
+                chunk = cat_chunks(parts)
+                if rows is None:
+                    chunk = slice_chunk(chunk, spec.start + spec.skip, spec.stop)
+                else:
+                    chunk = take_rows(chunk, rows, allocate=memory.empty)
             else:
-                chunk = builder(backend.slice_rows(frame, spec.start + spec.skip, spec.stop))
+                backend = backend_for(parts[0])
+                frame = backend.concat_rows(parts) if len(parts) > 1 else parts[0]
+                if rows is None:
+                    chunk = builder(backend.slice_rows(frame, spec.start + spec.skip, spec.stop))
+                else:
+                    chunk = builder(backend.take_rows(frame, rows))
+            del parts  # the unshuffled tensors go back to the pool as soon as possible
             chunk = chunk_to_device(chunk, device, stream)
             yield chunk, spec.num_rows
     finally:
         source.close()
-
-
-def _shuffled_chunk(builder: Callable, backend: Any, frame: Any, positions: Any, workspace: dict) -> dict:
-    """The chunk's rows at ``positions``.
-
-    Dense chunks gather whole rows while converting (the columns are interleaved into reused
-    scratch memory, then rows are gathered once per stacked tensor), which costs less than
-    gathering every column of the frame. Chunks with list columns are permuted as frames,
-    which keeps each row's list together.
-    """
-    if getattr(builder, "dense_only", False):
-        return builder(frame, rows=positions, workspace=workspace)
-    return builder(backend.take_rows(frame, positions))
 
 
 class ChunkLoader(torch.utils.data.IterableDataset):
@@ -121,6 +125,8 @@ class ChunkLoader(torch.utils.data.IterableDataset):
         self._batches_done = 0
         self._prefetcher: Prefetcher | None = None
         self._stream: Iterator[dict] | None = None
+        # Host memory of chunks, recycled once the consumer has dropped every batch of them.
+        self._memory = ArrayPool()
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -153,7 +159,7 @@ class ChunkLoader(torch.utils.data.IterableDataset):
         lengths = self.dataset.partition_lengths()
         plan = plan_epoch(lengths, seed, self.shuffle, self.global_rank, self.global_size, self.parts_per_chunk)
         plan = skip_rows(plan, done * self.batch_size)
-        args = (self.dataset, self._columns, plan, self._builder, self.shuffle, seed, self.global_rank, self.device)
+        args = (self.dataset, self._columns, plan, self._builder, self.shuffle, seed, self.global_rank, self.device, self._memory)
         self._prefetcher = Prefetcher(lambda: _produce(*args), depth=_QUEUE_CHUNKS)
         self._stream = self._batches(self._prefetcher)
         return self
@@ -255,8 +261,10 @@ class ChunkLoader(torch.utils.data.IterableDataset):
             prefetcher.shutdown()
 
     def shutdown(self) -> None:
-        """Stop the background thread of the epoch in progress (if any) and wait for it."""
+        """Stop the background thread of the epoch in progress (if any), wait for it, and
+        release the host memory kept for recycling."""
         self._stop_epoch()
+        self._memory.clear()
 
     def __enter__(self) -> "ChunkLoader":
         return self

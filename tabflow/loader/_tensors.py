@@ -17,12 +17,12 @@ Examples
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
-__all__ = ["Ragged", "slice_chunk", "cat_chunks", "chunk_to_device", "record_stream"]
+__all__ = ["Ragged", "slice_chunk", "cat_chunks", "take_rows", "chunk_to_device", "record_stream"]
 
 
 class Ragged(NamedTuple):
@@ -72,6 +72,44 @@ def cat_chunks(pieces: Sequence[Chunk]) -> dict[str, Any]:
         else:
             out[name] = torch.cat(columns)
     return out
+
+
+def take_rows(chunk: Chunk, positions: Any, allocate: Callable[[tuple, Any], np.ndarray] | None = None) -> dict[str, torch.Tensor]:
+    """Rows at ``positions`` (in that order) of a chunk of dense tensors, as new tensors.
+
+    ``allocate(shape, dtype)`` provides the memory of host results (by default a new NumPy
+    array); GPU results come from torch's caching allocator.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from tabflow.loader._tensors import take_rows
+    >>> take_rows({"x": torch.tensor([[1, 2], [3, 4], [5, 6]])}, [2, 0])["x"].tolist()
+    [[5, 6], [1, 2]]
+    """
+    out: dict[str, torch.Tensor] = {}
+    indices: dict[torch.device, torch.Tensor] = {}
+    for name, column in chunk.items():
+        if isinstance(column, Ragged):
+            raise TypeError(f"take_rows: column {name!r} is ragged; take the rows of its frame before converting")
+        if column.device not in indices:
+            indices[column.device] = torch.as_tensor(np.asarray(positions, dtype=np.int64), device=column.device)
+        index = indices[column.device]
+        out[name] = torch.index_select(column, 0, index, out=_empty_rows(column, len(index), allocate))
+    return out
+
+
+def _empty_rows(column: torch.Tensor, rows: int, allocate: Callable[[tuple, Any], np.ndarray] | None) -> torch.Tensor:
+    shape = (rows, *column.shape[1:])
+    if column.device.type != "cpu":
+        return column.new_empty(shape)
+    # NumPy asks the kernel for huge pages for large arrays: a fresh chunk costs far fewer
+    # page faults than with torch's own allocation.
+    return torch.from_numpy((allocate or np.empty)(shape, _numpy_dtype(column.dtype)))
+
+
+def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    return torch.empty(0, dtype=dtype).numpy().dtype
 
 
 def _tensors(chunk: Chunk):

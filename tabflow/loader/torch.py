@@ -59,8 +59,10 @@ _SHARED_DOC = """
         seed derived from ``e`` (reproducible, and identical on all ranks).
     parts_per_chunk : int
         Partitions concatenated (and shuffled together) per chunk. Memory holds up to about
-        eight chunks' worth: one being cut into batches, two queued, one being built (with
-        its scratch copy) and two chunks' partitions read ahead.
+        eight chunks' worth: one being cut into batches, two queued, one being shuffled (its
+        converted partitions and their shuffled copy) and up to three partitions being read
+        and converted ahead. Host memory of chunks is reused once no batch of it is
+        referenced any more, and released by ``shutdown()``.
     device : str, int or torch.device, optional
         ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a CUDA index. Default: CPU for the pandas
         engine, the current CUDA device for cuDF. CUDA chunks are copied from pinned host

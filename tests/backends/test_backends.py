@@ -180,7 +180,7 @@ def test_importing_tabflow_loads_no_compiler_or_framework():
     assert result.stdout.strip() == "[]"
 
 
-def test_columns_to_torch_gathers_rows_like_numpy(backend):
+def test_columns_to_torch_matches_numpy(backend):
     rng = np.random.default_rng(0)
     host = pd.DataFrame({
         "a": rng.integers(0, 1000, 50), "b": rng.integers(-5, 5, 50).astype("int32"),
@@ -188,35 +188,40 @@ def test_columns_to_torch_gathers_rows_like_numpy(backend):
     })
     host.loc[[3, 7], "x"] = np.nan
     frame = backend.from_host(host)
-    reference_cats = host[["a", "b"]].to_numpy(dtype=np.int64)
-    reference_conts = host[["x", "y"]].to_numpy(dtype=np.float32)
-    workspace: dict = {}
-    # A larger gather after a smaller one grows the scratch memory; a smaller one reuses it.
-    for rows in (rng.permutation(20), rng.permutation(50), rng.permutation(50)[:7], np.arange(0)):
-        cats = backend.columns_to_torch(frame, ["a", "b"], "int64", rows=rows, workspace=workspace)
-        conts = backend.columns_to_torch(frame, ["x", "y"], "float32", na_value=np.nan, rows=rows, workspace=workspace)
-        label = backend.column_to_torch(frame["a"], "float32", rows=rows)
-        np.testing.assert_array_equal(cats.cpu().numpy(), reference_cats[rows])
-        np.testing.assert_array_equal(conts.cpu().numpy(), reference_conts[rows])
-        np.testing.assert_array_equal(label.cpu().numpy(), host["a"].to_numpy(np.float32)[rows])
-        assert cats.is_contiguous() and tuple(cats.shape) == (len(rows), 2)
-    # Every result owns its memory: writing to one never shows in the next.
-    first = backend.columns_to_torch(frame, ["a"], "int64", rows=np.arange(5), workspace=workspace)
-    second = backend.columns_to_torch(frame, ["a"], "int64", rows=np.arange(5), workspace=workspace)
+    cats = backend.columns_to_torch(frame, ["a", "b"], "int64")
+    conts = backend.columns_to_torch(frame, ["x", "y"], "float32", na_value=np.nan)
+    np.testing.assert_array_equal(cats.cpu().numpy(), host[["a", "b"]].to_numpy(dtype=np.int64))
+    np.testing.assert_array_equal(conts.cpu().numpy(), host[["x", "y"]].to_numpy(dtype=np.float32))
+    assert cats.is_contiguous() and tuple(cats.shape) == (50, 2)
+    np.testing.assert_array_equal(backend.column_to_torch(frame["a"], "float32").cpu().numpy(), host["a"].to_numpy(np.float32))
+    assert tuple(backend.columns_to_torch(frame, [], "float32").shape) == (50, 0)
+    # Results own their memory: writing to one never shows in the frame or the next result.
+    first = backend.columns_to_torch(frame, ["a"], "int64")
     first.fill_(-1)
-    assert second.cpu().numpy().ravel().tolist() == host["a"].tolist()[:5]
-    unshuffled = backend.columns_to_torch(frame, ["a", "b"], "int64")
-    np.testing.assert_array_equal(unshuffled.cpu().numpy(), reference_cats)
-    assert tuple(backend.columns_to_torch(frame, [], "float32", rows=np.arange(4)).shape) == (4, 0)
+    assert backend.columns_to_torch(frame, ["a"], "int64").cpu().numpy().ravel().tolist() == host["a"].tolist()
+
+
+def test_columns_to_torch_stacks_into_allocated_host_memory():
+    backend = get_backend("pandas")
+    frame = pd.DataFrame({"a": [1, 2, 3], "b": [4, 5, 6]})
+    given = []
+
+    def allocate(shape, dtype):
+        given.append(np.full(shape, -1, dtype))
+        return given[-1]
+
+    out = backend.columns_to_torch(frame, ["a", "b"], "int64", allocate=allocate)
+    assert [(a.shape, str(a.dtype)) for a in given] == [((3, 2), "int64")]
+    assert np.shares_memory(out.numpy(), given[0]) and out.tolist() == [[1, 4], [2, 5], [3, 6]]
 
 
 def test_columns_to_torch_rejects_nulls_in_integer_output(backend):
     frame = backend.from_host(pd.DataFrame({"c": pd.array([1, None, 3], dtype="Int64"), "f": [1.0, np.nan, 2.0]}))
     for name in ("c", "f"):
         with pytest.raises(ValueError, match=f"column '{name}' has 1 null"):
-            backend.columns_to_torch(frame, [name], "int64", rows=np.arange(3), workspace={})
+            backend.columns_to_torch(frame, [name], "int64")
         with pytest.raises(ValueError, match=f"column '{name}' has 1 null"):
-            backend.column_to_torch(frame[name], "int64", rows=np.arange(3))
+            backend.column_to_torch(frame[name], "int64")
 
 
 def test_from_arrow_keeps_plain_numeric_columns_as_views():

@@ -96,6 +96,28 @@ def test_to_iter_and_to_ddf(parquet_dir):
     assert list(ds.to_ddf(columns=["x", "c"]).columns) == ["x", "c"]
 
 
+@pytest.mark.parametrize("direct", [True, False])
+def test_to_iter_converts_each_partition_in_the_reading_threads(parquet_dir, direct):
+    import threading
+
+    root, expected = parquet_dir
+    ds = nvt.Dataset(str(root), part_size=4000)
+    if not direct:  # a dataset built from a dask graph, not plain files
+        ds = nvt.Dataset(ds.to_ddf())
+    threads = set()
+
+    def convert(frame):
+        threads.add(threading.current_thread().name)
+        return frame["rid"].to_numpy() * 2
+
+    order = list(range(ds.npartitions))[::-1]
+    converted = list(ds.to_iter(columns=["rid"], indices=order, convert=convert))
+    parts = list(ds.to_iter(columns=["rid"], indices=order))
+    assert [c.tolist() for c in converted] == [(p["rid"] * 2).tolist() for p in parts]
+    assert sorted(v for c in converted for v in c.tolist()) == sorted((expected["rid"] * 2).tolist())
+    assert threads and all(name.startswith("tabflow-read") for name in threads)
+
+
 def test_part_size_changes_partition_count(parquet_dir):
     root, expected = parquet_dir
     counts = {size: nvt.Dataset(str(root), part_size=size).npartitions for size in ("1MB", "4KB", 1000)}

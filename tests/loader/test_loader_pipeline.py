@@ -187,23 +187,68 @@ def test_dataloader_checkpoint_round_trip(dataset):
     assert head + [b[0][:, 0].tolist() for b in resumed] == reference
 
 
-def test_builders_gather_rows_while_converting():
+def test_take_rows_matches_numpy_and_uses_the_given_memory():
     import numpy as np
-    import pyarrow as pa
 
-    from tabflow.loader._builders import ColumnSpec, DictBuilder, TupleBuilder
+    from tabflow.loader._tensors import Ragged, take_rows
 
     rng = np.random.default_rng(3)
+    chunk = {
+        "cats": torch.from_numpy(rng.integers(0, 9, (40, 3))),
+        "conts": torch.from_numpy(rng.normal(size=(40, 2)).astype("float32")),
+        "labels": torch.from_numpy(rng.integers(0, 2, 40).astype("float32")),
+    }
+    given = []
+
+    def allocate(shape, dtype):
+        given.append(np.empty(shape, dtype))
+        return given[-1]
+
+    for positions in (rng.permutation(40), rng.permutation(40)[:7], np.arange(0)):
+        taken = take_rows(chunk, positions, allocate=allocate)
+        for name, column in chunk.items():
+            np.testing.assert_array_equal(taken[name].numpy(), column.numpy()[positions])
+            assert taken[name].dtype == column.dtype and taken[name].is_contiguous()
+        if len(positions):
+            assert all(np.shares_memory(taken[name].numpy(), array) for name, array in zip(chunk, given[-3:]))
+    with pytest.raises(TypeError, match="'tags' is ragged"):
+        take_rows({"tags": Ragged.from_offsets(torch.arange(3), torch.tensor([0, 1, 3]))}, [1, 0])
+
+
+def test_builders_stack_columns_into_the_given_memory():
+    import numpy as np
+
+    from tabflow.loader._builders import TupleBuilder
+
+    rng = np.random.default_rng(4)
     frame = pd.DataFrame({"c1": rng.integers(0, 9, 40), "c2": rng.integers(0, 9, 40), "x": rng.normal(size=40), "y": rng.integers(0, 2, 40)})
-    positions = rng.permutation(40)[:25]
-    builder = TupleBuilder(["c1", "c2"], ["x"], ["y"])
-    whole, gathered = builder(frame), builder(frame, rows=positions, workspace={})
-    index = torch.from_numpy(positions)
-    for name in ("cats", "conts", "labels"):
-        assert torch.equal(gathered[name], whole[name].index_select(0, index))
-    scalars = DictBuilder([ColumnSpec("c1", "int64"), ColumnSpec("x", "float32")])
-    assert scalars(frame, rows=positions)["c1"].tolist() == frame["c1"].to_numpy()[positions].tolist()
-    with_lists = DictBuilder([ColumnSpec("tags", "int64", is_list=True)])
-    lists = pd.DataFrame({"tags": pd.Series([[1], [2, 3]], dtype=pd.ArrowDtype(pa.list_(pa.int64())))})
-    with pytest.raises(ValueError, match="without list columns"):
-        with_lists(lists, rows=[1, 0])
+    given = []
+
+    def allocate(shape, dtype):
+        given.append(np.empty(shape, dtype))
+        return given[-1]
+
+    chunk = TupleBuilder(["c1", "c2"], ["x"], ["y"])(frame, allocate=allocate)
+    assert chunk["cats"].tolist() == frame[["c1", "c2"]].to_numpy().tolist()
+    assert np.shares_memory(chunk["cats"].numpy(), given[0]) and np.shares_memory(chunk["conts"].numpy(), given[1])
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_batches_kept_by_the_consumer_are_never_overwritten(dataset, shuffle):
+    # Chunk memory is recycled: a batch still referenced (even through a view or a NumPy
+    # array) must keep its values while later epochs run.
+    import numpy as np
+
+    itr = _itr(dataset, batch_size=37, shuffle=shuffle, parts_per_chunk=1)
+    kept, copies = [], []
+    for x_cat, x_cont, y in itr:
+        kept.append((x_cat[:, 0], x_cont.numpy(), y))
+        copies.append((x_cat[:, 0].clone(), x_cont.clone().numpy(), y.clone()))
+    for _ in range(2):
+        for _batch in itr:
+            pass
+    for (ids, conts, y), (ids0, conts0, y0) in zip(kept, copies):
+        assert torch.equal(ids, ids0) and np.array_equal(conts, conts0, equal_nan=True) and torch.equal(y, y0)
+    assert sorted(i for ids, _, _ in kept for i in ids.tolist()) == list(range(NUM_ROWS))
+    itr.shutdown()
+    assert len(itr._memory) == 0

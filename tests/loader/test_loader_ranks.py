@@ -56,9 +56,9 @@ def test_each_rank_reads_only_overlapping_partitions(dataset, monkeypatch):
     requested = []
     original = type(dataset).to_iter
 
-    def spy(self, columns=None, indices=None, prefetch=2):
+    def spy(self, columns=None, indices=None, **kwargs):
         requested.append(list(indices))
-        return original(self, columns=columns, indices=indices, prefetch=prefetch)
+        return original(self, columns=columns, indices=indices, **kwargs)
 
     monkeypatch.setattr(type(dataset), "to_iter", spy)
     for itr in _rank_itrs(dataset, 4, batch_size=16):

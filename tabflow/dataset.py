@@ -224,8 +224,18 @@ class Dataset:
     ) -> Iterator[Any]:
         """Yield the partitions as in-memory frames, in order (or in ``indices`` order).
 
-        ``convert(frame)``, when given, is yielded instead of each frame; it runs in the
-        threads that read ahead (locally), so its work overlaps with the consumer's.
+        ``prefetch`` partitions are read ahead in threads (by the workers when a dask
+        distributed client is active). ``convert(frame)``, when given, is yielded instead of
+        each frame; locally it runs in the reading threads, so its work overlaps with the
+        consumer's.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import tabflow as nvt
+        >>> ds = nvt.Dataset(pd.DataFrame({"x": range(6)}), npartitions=3)
+        >>> list(ds.to_iter(indices=[2, 0], convert=lambda part: part["x"].sum()))
+        [np.int64(9), np.int64(1)]
         """
         if self._direct is not None and active_client(self.client) is None:
             # Plain parquet files: read each partition directly, skipping dask's per-call

@@ -2,7 +2,7 @@
 
 Each chunk the loader builds on the host needs a few large arrays (the stacked columns, then
 their shuffled copy). Memory fresh from the operating system is zeroed page by page on first
-touch, which cost 10-25% of the loader's CPU time. :class:`ArrayPool` hands out arrays that
+touch; recycling cut the CPU time of converting and shuffling chunks by 15-25%. :class:`ArrayPool` hands out arrays that
 nothing references any more instead. The test is exact: tensors made with
 ``torch.from_numpy(array)``, and every view or slice of them, share one storage that holds a
 reference to ``array`` until the last of them is gone, so an array referenced by the pool alone
@@ -41,10 +41,12 @@ class ArrayPool:
     ----------
     capacity : int
         Arrays kept at most; when full, arrays free at the time are dropped to make room, and
-        if none is free the new array is handed out without being kept.
+        if none is free the new array is handed out without being kept. The pool keeps what
+        the pipeline held at its busiest moment, which it needed anyway (a dict loader with
+        many scalar columns shuffles each column into its own array, hence the default).
     """
 
-    def __init__(self, capacity: int = 16) -> None:
+    def __init__(self, capacity: int = 256) -> None:
         self.capacity = capacity
         self._arrays: list[np.ndarray] = []
         self._lock = threading.Lock()

@@ -154,7 +154,7 @@ def plan_parquet(files: Sequence[str], part_size: int, backend: Any) -> tuple[li
                 else:
                     null_counts[name] += stats.null_count
             if expansion is None:
-                expansion = _memory_expansion(path, row_group, backend)
+                expansion = _memory_expansion(path, row_group, backend, schema)
             row_group_bytes = row_group.total_byte_size * expansion
             # Close the partition before it would outgrow part_size (a lone oversized row
             # group still makes one partition: row groups are never split).
@@ -175,17 +175,22 @@ def plan_parquet(files: Sequence[str], part_size: int, backend: Any) -> tuple[li
 _EXPANSION_SAMPLE_ROWS = 8192
 
 
-def _memory_expansion(path: str, row_group: Any, backend: Any) -> float:
-    """In-memory bytes per uncompressed parquet byte, measured on a small sample.
+def _memory_expansion(path: str, row_group: Any, backend: Any, schema: Any) -> float:
+    """In-memory bytes per uncompressed parquet byte.
 
     Parquet's uncompressed sizes understate what a frame holds (string columns become
     Python-visible string arrays with offsets and masks), so partitions planned from the
-    metadata alone came out several times larger than ``part_size``.
+    metadata alone came out several times larger than ``part_size``. Null-free numeric
+    columns hold exactly their item size per row; anything else is measured on a small sample.
     """
-    import pyarrow.parquet as pq
-
     if not row_group.num_rows or not row_group.total_byte_size:
         return 1.0
+    per_row_parquet = row_group.total_byte_size / row_group.num_rows
+    fixed = _fixed_width_row_bytes(row_group, schema)
+    if fixed is not None:
+        return max(1.0, fixed / per_row_parquet)
+    import pyarrow.parquet as pq
+
     with pq.ParquetFile(path) as handle:
         batch = next(handle.iter_batches(batch_size=_EXPANSION_SAMPLE_ROWS, row_groups=[0]), None)
     if batch is None or not batch.num_rows:
@@ -193,9 +198,26 @@ def _memory_expansion(path: str, row_group: Any, backend: Any) -> float:
     import pyarrow as pa
 
     frame = backend.from_arrow(pa.Table.from_batches([batch]))
-    per_row_memory = backend.memory_usage(frame) / batch.num_rows
-    per_row_parquet = row_group.total_byte_size / row_group.num_rows
-    return max(1.0, per_row_memory / per_row_parquet)
+    return max(1.0, backend.memory_usage(frame) / batch.num_rows / per_row_parquet)
+
+
+def _fixed_width_row_bytes(row_group: Any, schema: Any) -> int | None:
+    """Bytes per row in memory when every column is a null-free integer, float or boolean
+    (one byte per boolean), else None: reading a sample would measure the same."""
+    import pyarrow as pa
+
+    if row_group.num_columns != len(schema):
+        return None  # nested columns: leaves and fields differ
+    total = 0
+    for index, field in enumerate(schema):
+        kind = field.type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
+            return None
+        stats = row_group.column(index).statistics
+        if stats is None or not stats.has_null_count or stats.null_count:
+            return None  # a null may turn the column into a masked (wider) one
+        total += max(1, kind.bit_width // 8)
+    return total
 
 
 def read_parquet_ddf(files: Sequence[str], part_size: int, backend: Any, dtypes: Mapping[str, str] | None = None):

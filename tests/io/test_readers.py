@@ -295,3 +295,26 @@ def test_iterating_plain_parquet_never_imports_distributed(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["10", "False"]
+
+
+@pytest.mark.parametrize("columns", [
+    {"i8": pa.array(np.arange(500, dtype="int8")), "f32": pa.array(np.ones(500, dtype="float32")),
+     "b": pa.array(np.arange(500) % 2 == 0), "u64": pa.array(np.arange(500, dtype="uint64"))},
+    {"i": pa.array([1, None] * 250, pa.int64()), "f": pa.array(np.ones(500))},  # a null
+    {"i": pa.array(np.arange(500)), "s": pa.array([f"value {i}" for i in range(500)])},  # strings
+    {"i": pa.array(np.arange(500)), "l": pa.array([[1, 2]] * 500, pa.list_(pa.int64()))},  # lists
+])
+def test_memory_expansion_without_a_sample_equals_the_sampled_one(tmp_path, columns):
+    # Null-free numeric files are planned from their metadata alone; the result must be what
+    # measuring a converted sample gives.
+    from tabflow.backends import get_backend
+    from tabflow.io.readers import _memory_expansion
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table(columns), path, row_group_size=250)
+    metadata = pq.read_metadata(path)
+    backend = get_backend("pandas")
+    sample = backend.from_arrow(pq.read_table(path).slice(0, 250))
+    reference = max(1.0, backend.memory_usage(sample) / 250 / (metadata.row_group(0).total_byte_size / 250))
+    got = _memory_expansion(str(path), metadata.row_group(0), backend, metadata.schema.to_arrow_schema())
+    assert got == pytest.approx(reference, rel=1e-9)

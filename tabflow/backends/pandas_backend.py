@@ -534,11 +534,11 @@ def _numpy_kind(dtype: Any) -> str:
 # cost dominates request-sized frames when serving).
 _DIRECT_LOOKUP_ROWS = 256
 
-# Rows per block when interleaving columns into a row-major matrix: the block of the output
-# stays in cache while each column writes its part, instead of every column sweeping the
-# whole output (~1.8x faster than column-at-a-time on 250k x 26 int64; 2048 rows measured
-# fastest of 512..16384).
-_STACK_BLOCK_ROWS = 2048
+# Rows per block when interleaving columns into a row-major matrix: a block stays in cache
+# while it is copied in and transposed out, instead of every column sweeping the whole output
+# (column-at-a-time was ~1.8x slower on 250k x 26 int64; 4096 rows measured fastest of
+# 1024..16384).
+_STACK_BLOCK_ROWS = 4096
 
 
 def _column_values(series: pd.Series, dtype: str, na_value: float | None) -> np.ndarray:
@@ -559,11 +559,16 @@ def _fresh_array(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
 def _stack_columns(columns: Sequence[np.ndarray], out: np.ndarray) -> np.ndarray:
     """Equal-length 1-D arrays interleaved into the C-contiguous ``[rows, len(columns)]`` ``out``."""
-    rows = out.shape[0]
+    rows, width = out.shape
+    # Each block of columns is first copied contiguously, then written out with one
+    # transposing copy: NumPy's transpose is faster than one strided write per column
+    # (19 vs 23 ms for a 250k-row Criteo partition's 26 + 13 columns).
+    staging = np.empty((width, min(rows, _STACK_BLOCK_ROWS)), dtype=out.dtype)
     for lo in range(0, rows, _STACK_BLOCK_ROWS):
-        block = out[lo : lo + _STACK_BLOCK_ROWS]
+        count = min(rows, lo + _STACK_BLOCK_ROWS) - lo
         for j, column in enumerate(columns):
-            block[:, j] = column[lo : lo + _STACK_BLOCK_ROWS]
+            staging[j, :count] = column[lo : lo + count]
+        np.copyto(out[lo : lo + count], staging[:, :count].T)
     return out
 
 

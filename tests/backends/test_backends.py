@@ -201,6 +201,15 @@ def test_columns_to_torch_matches_numpy(backend):
     assert backend.columns_to_torch(frame, ["a"], "int64").cpu().numpy().ravel().tolist() == host["a"].tolist()
 
 
+def test_columns_to_torch_across_stacking_blocks():
+    # More rows than one stacking block, and not a multiple of it; mixed input dtypes.
+    rng = np.random.default_rng(7)
+    n = 10_001
+    host = pd.DataFrame({"a": rng.integers(0, 10**9, n), "b": rng.integers(-5, 5, n).astype("int8"), "c": rng.integers(0, 3, n).astype("uint32")})
+    out = get_backend("pandas").columns_to_torch(host, ["c", "a", "b"], "int64")
+    np.testing.assert_array_equal(out.numpy(), np.column_stack([host["c"], host["a"], host["b"]]).astype(np.int64))
+
+
 def test_columns_to_torch_stacks_into_allocated_host_memory():
     backend = get_backend("pandas")
     frame = pd.DataFrame({"a": [1, 2, 3], "b": [4, 5, 6]})

@@ -58,7 +58,7 @@ def slice_chunk(chunk: Chunk, start: int, stop: int) -> dict[str, Any]:
 
 
 def cat_chunks(pieces: Sequence[Chunk]) -> dict[str, Any]:
-    """Concatenate pieces row-wise (used only for batches that straddle two chunks)."""
+    """Concatenate pieces row-wise (the partitions of a chunk, or a batch that straddles two chunks)."""
     if len(pieces) == 1:
         return dict(pieces[0])
     out: dict[str, Any] = {}

@@ -65,7 +65,7 @@ def _produce(dataset: Any, columns: Sequence[str], plan: Sequence[ChunkSpec], bu
             parts = [next(source) for _ in spec.partitions]
             rows = spec.start + chunk_permutation(seed, rank, spec)[spec.skip :] if shuffle else None
             if dense:
-                chunk = cat_chunks(parts)
+                chunk = cat_chunks(parts, allocate=memory.empty)
                 if rows is None:
                     chunk = slice_chunk(chunk, spec.start + spec.skip, spec.stop)
                 else:

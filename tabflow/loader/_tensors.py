@@ -57,8 +57,9 @@ def slice_chunk(chunk: Chunk, start: int, stop: int) -> dict[str, Any]:
     return out
 
 
-def cat_chunks(pieces: Sequence[Chunk]) -> dict[str, Any]:
-    """Concatenate pieces row-wise (the partitions of a chunk, or a batch that straddles two chunks)."""
+def cat_chunks(pieces: Sequence[Chunk], allocate: Callable[[tuple, Any], np.ndarray] | None = None) -> dict[str, Any]:
+    """Concatenate pieces row-wise (the partitions of a chunk, or a batch that straddles two
+    chunks); ``allocate`` provides host memory for dense results, as in :func:`take_rows`."""
     if len(pieces) == 1:
         return dict(pieces[0])
     out: dict[str, Any] = {}
@@ -70,7 +71,8 @@ def cat_chunks(pieces: Sequence[Chunk]) -> dict[str, Any]:
             host = np.concatenate([columns[0].host_offsets[:1]] + [c.host_offsets[1:] + s for c, s in zip(columns, shifts)])
             out[name] = Ragged(torch.cat([c.values for c in columns]), offsets, host)
         else:
-            out[name] = torch.cat(columns)
+            rows = sum(int(c.shape[0]) for c in columns)
+            out[name] = torch.cat(columns, out=_empty_rows(first, rows, allocate))
     return out
 
 

@@ -215,6 +215,25 @@ def test_take_rows_matches_numpy_and_uses_the_given_memory():
         take_rows({"tags": Ragged.from_offsets(torch.arange(3), torch.tensor([0, 1, 3]))}, [1, 0])
 
 
+def test_cat_chunks_joins_partitions_into_the_given_memory():
+    import numpy as np
+
+    from tabflow.loader._tensors import Ragged, cat_chunks
+
+    first = {"x": torch.arange(6).reshape(3, 2), "y": torch.tensor([0.5, 1.5, 2.5]), "tags": Ragged.from_offsets(torch.arange(3), torch.tensor([0, 1, 1, 3]))}
+    second = {"x": torch.arange(6, 10).reshape(2, 2), "y": torch.tensor([3.5, 4.5]), "tags": Ragged.from_offsets(torch.arange(3, 4), torch.tensor([0, 0, 1]))}
+    given = []
+
+    def allocate(shape, dtype):
+        given.append(np.empty(shape, dtype))
+        return given[-1]
+
+    joined = cat_chunks([first, second], allocate=allocate)
+    assert joined["x"].tolist() == torch.arange(10).reshape(5, 2).tolist() and joined["y"].tolist() == [0.5, 1.5, 2.5, 3.5, 4.5]
+    assert joined["tags"].values.tolist() == [0, 1, 2, 3] and joined["tags"].offsets.tolist() == [0, 1, 1, 3, 3, 4]
+    assert [a.shape for a in given] == [(5, 2), (5,)] and np.shares_memory(joined["x"].numpy(), given[0])
+
+
 def test_builders_stack_columns_into_the_given_memory():
     import numpy as np
 

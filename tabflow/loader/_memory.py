@@ -39,35 +39,51 @@ class ArrayPool:
 
     Parameters
     ----------
+    spares : int
+        Free arrays kept per shape and dtype. The pipeline frees and reuses arrays a chunk at
+        a time, so a few suffice (with two, a Criteo epoch still allocated two or three new
+        arrays; with four, none); more would hold on to memory that a consumer released after
+        keeping many batches (e.g. a whole epoch in a list).
     capacity : int
-        Arrays kept at most; when full, arrays free at the time are dropped to make room, and
-        if none is free the new array is handed out without being kept. The pool keeps what
-        the pipeline held at its busiest moment, which it needed anyway (a dict loader with
-        many scalar columns shuffles each column into its own array, hence the default).
+        Arrays kept at most, in use or free; past it, new arrays are handed out without being
+        kept (a dict loader with many scalar columns shuffles each into its own array).
     """
 
-    def __init__(self, capacity: int = 256) -> None:
+    def __init__(self, spares: int = 4, capacity: int = 256) -> None:
+        self.spares = spares
         self.capacity = capacity
         self._arrays: list[np.ndarray] = []
         self._lock = threading.Lock()
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         """An uninitialised ``shape`` array of ``dtype`` that nothing else references."""
-        shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
+        wanted = (tuple(int(n) for n in shape), np.dtype(dtype))
         with self._lock:
+            chosen = None
+            kept: list[np.ndarray] = []
+            spare_counts: dict[tuple, int] = {}
             for index in range(len(self._arrays)):
-                if _is_free(self._arrays, index) and self._arrays[index].shape == shape and self._arrays[index].dtype == dtype:
-                    return self._arrays[index]
-            if len(self._arrays) >= self.capacity:
-                in_use = [index for index in range(len(self._arrays)) if not _is_free(self._arrays, index)]
-                self._arrays = [self._arrays[index] for index in in_use]
-            # Plain pages from torch's allocator: NumPy asks for huge pages, whose first touch
-            # costs more when the kernel must compact memory to find them (the first epoch
-            # took 3-7% longer), and recycled arrays are first touched only once anyway.
-            array = torch.empty(shape, dtype=torch.from_numpy(np.empty(0, dtype)).dtype).numpy()
-            if len(self._arrays) < self.capacity:
-                self._arrays.append(array)
-            return array
+                free = _is_free(self._arrays, index)  # before any local name refers to it
+                array = self._arrays[index]
+                key = (array.shape, array.dtype)
+                if free:
+                    if chosen is None and key == wanted:
+                        chosen = array
+                    else:
+                        spare_counts[key] = spare_counts.get(key, 0) + 1
+                        if spare_counts[key] > self.spares:
+                            continue  # dropped: more free arrays of this kind than ever needed
+                kept.append(array)
+            if chosen is None:
+                # Plain pages from torch's allocator: NumPy asks for huge pages, whose first
+                # touch costs more when the kernel must compact memory to find them (the first
+                # epoch took 3-7% longer), and recycled arrays are first touched only once.
+                shape, numpy_dtype = wanted
+                chosen = torch.empty(shape, dtype=torch.from_numpy(np.empty(0, numpy_dtype)).dtype).numpy()
+                if len(kept) < self.capacity:
+                    kept.append(chosen)
+            self._arrays = kept
+            return chosen
 
     def clear(self) -> None:
         """Drop every kept array (those still in use live on with their tensors)."""

@@ -256,7 +256,7 @@ class PandasBackend:
         if not names:  # e.g. no continuous columns: still one (empty) row per frame row
             return torch.empty((len(frame), 0), dtype=getattr(torch, dtype))
         columns = [_column_values(frame[name], dtype, na_value) for name in names]
-        out = (allocate or _fresh_array)((len(frame), len(names)), dtype)
+        out = (allocate or np.empty)((len(frame), len(names)), dtype)
         return torch.from_numpy(_stack_columns(columns, out))
 
     def list_column_to_torch(self, series: pd.Series, dtype: str) -> tuple[Any, Any]:
@@ -549,12 +549,6 @@ def _column_values(series: pd.Series, dtype: str, na_value: float | None) -> np.
         # Only NumPy integer and boolean columns cannot hold a null.
         _raise_on_nulls(series)
     return series.to_numpy(dtype=dtype)
-
-
-def _fresh_array(shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    # NumPy asks the kernel for huge pages for large arrays: mapping a fresh chunk costs
-    # far fewer page faults than with torch's own allocation.
-    return np.empty(shape, dtype=dtype)
 
 
 def _stack_columns(columns: Sequence[np.ndarray], out: np.ndarray) -> np.ndarray:

@@ -14,18 +14,15 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from tabflow.backends import backend_for
-from tabflow.loader._tensors import Ragged
+from tabflow.loader._tensors import Allocate, Ragged
 
 __all__ = ["TupleBuilder", "DictBuilder", "ColumnSpec", "pad_ragged"]
-
-#: ``allocate(shape, dtype) -> numpy.ndarray``: where builders put the columns they stack.
-Allocate = Callable[[tuple, str], np.ndarray]
 
 
 class TupleBuilder:
@@ -100,7 +97,7 @@ def pad_ragged(ragged: Ragged, width: int) -> torch.Tensor:
     Examples
     --------
     >>> import torch
-    >>> from tabflow.loader._tensors import Ragged
+    >>> from tabflow.loader._tensors import Allocate, Ragged
     >>> from tabflow.loader._builders import pad_ragged
     >>> pad_ragged(Ragged.from_offsets(torch.tensor([1, 2, 3]), torch.tensor([0, 2, 3])), 3).tolist()
     [[1, 2, 0], [3, 0, 0]]

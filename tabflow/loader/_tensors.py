@@ -43,6 +43,9 @@ class Ragged(NamedTuple):
 
 Chunk = Mapping[str, Any]
 
+#: ``allocate(shape, dtype) -> numpy.ndarray``: where host results go (the loader's pool).
+Allocate = Callable[[tuple, Any], np.ndarray]
+
 
 def slice_chunk(chunk: Chunk, start: int, stop: int) -> dict[str, Any]:
     """Rows ``start:stop``; dense columns and ragged values are views."""
@@ -57,7 +60,7 @@ def slice_chunk(chunk: Chunk, start: int, stop: int) -> dict[str, Any]:
     return out
 
 
-def cat_chunks(pieces: Sequence[Chunk], allocate: Callable[[tuple, Any], np.ndarray] | None = None) -> dict[str, Any]:
+def cat_chunks(pieces: Sequence[Chunk], allocate: Allocate | None = None) -> dict[str, Any]:
     """Concatenate pieces row-wise (the partitions of a chunk, or a batch that straddles two
     chunks); ``allocate`` provides host memory for dense results, as in :func:`take_rows`."""
     if len(pieces) == 1:
@@ -76,7 +79,7 @@ def cat_chunks(pieces: Sequence[Chunk], allocate: Callable[[tuple, Any], np.ndar
     return out
 
 
-def take_rows(chunk: Chunk, positions: Any, allocate: Callable[[tuple, Any], np.ndarray] | None = None) -> dict[str, torch.Tensor]:
+def take_rows(chunk: Chunk, positions: Any, allocate: Allocate | None = None) -> dict[str, torch.Tensor]:
     """Rows at ``positions`` (in that order) of a chunk of dense tensors, as new tensors.
 
     ``allocate(shape, dtype)`` provides the memory of host results (by default a new NumPy
@@ -90,23 +93,20 @@ def take_rows(chunk: Chunk, positions: Any, allocate: Callable[[tuple, Any], np.
     [[5, 6], [1, 2]]
     """
     out: dict[str, torch.Tensor] = {}
-    indices: dict[torch.device, torch.Tensor] = {}
+    index = None
     for name, column in chunk.items():
         if isinstance(column, Ragged):
             raise TypeError(f"take_rows: column {name!r} is ragged; take the rows of its frame before converting")
-        if column.device not in indices:
-            indices[column.device] = torch.as_tensor(np.asarray(positions, dtype=np.int64), device=column.device)
-        index = indices[column.device]
+        if index is None:  # a chunk's tensors share one device
+            index = torch.as_tensor(np.asarray(positions, dtype=np.int64), device=column.device)
         out[name] = torch.index_select(column, 0, index, out=_empty_rows(column, len(index), allocate))
     return out
 
 
-def _empty_rows(column: torch.Tensor, rows: int, allocate: Callable[[tuple, Any], np.ndarray] | None) -> torch.Tensor:
+def _empty_rows(column: torch.Tensor, rows: int, allocate: Allocate | None) -> torch.Tensor:
     shape = (rows, *column.shape[1:])
     if column.device.type != "cpu":
         return column.new_empty(shape)
-    # NumPy asks the kernel for huge pages for large arrays: a fresh chunk costs far fewer
-    # page faults than with torch's own allocation.
     return torch.from_numpy((allocate or np.empty)(shape, _numpy_dtype(column.dtype)))
 
 

@@ -17,6 +17,11 @@ Phases, each in its own Python process so that every peak RSS is its own:
   number of batches is timed (``--rowwise-batches`` / ``--rowwise-seconds``) and the rate is
   extrapolated; their data is loaded into memory before timing starts.
 
+Besides rates and ratios it prints TorchAsyncItr's peak RSS above the imports as a multiple
+of ``parts_per_chunk`` x the largest partition's tensors: the buffers in flight (partitions
+read ahead, the chunk being joined and shuffled, the bounded queue, the chunk being cut into
+batches) scale with the chunk, not with the dataset.
+
 The data is the Criteo workflow's output (``tabflow demo``'s ETL) on synthetic data, made
 once per (rows, seed) under ``--workdir``; ``--data DIR`` uses an existing ETL output instead.
 
@@ -25,6 +30,7 @@ Usage::
     python benchmarks/loader.py                    # 2M rows
     python benchmarks/loader.py --rows 20000 --batch-size 4096
     python benchmarks/loader.py --data demo_output/processed/train
+    python benchmarks/loader.py --parts-per-chunk 2
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ from _common import rss_mb  # noqa: E402
 _RESULT = "RESULT "
 _FLOOR_TARGET = 0.7
 _ROWWISE_TARGET = 200.0
+# Chunk-sized buffers in flight: partitions read ahead, the chunk being joined and shuffled,
+# the bounded queue, the chunk batches are cut from, spares kept for reuse.
+_MEMORY_TARGET = 10.0
 
 
 # ------------------------------------------------------------------------------------ phases
@@ -100,20 +109,26 @@ def _phase_floor(data: str, batch_size: int, epochs: int, **_: Any) -> dict[str,
     return {"rows": rows, "seconds": seconds[0], "epoch_seconds": seconds}
 
 
-def _phase_torchasync(data: str, batch_size: int, part_size: str, seed: int, epochs: int, **_: Any) -> dict[str, Any]:
+def _phase_torchasync(data: str, batch_size: int, part_size: str, seed: int, epochs: int, parts_per_chunk: int,
+                      **_: Any) -> dict[str, Any]:
     import tabflow as nvt
     from tabflow.demo import loader_pass, make_loader
 
     start = time.perf_counter()
     dataset = nvt.Dataset(data, engine="parquet", part_size=part_size, cpu=True)
     seconds = []
-    with make_loader(dataset, batch_size, shuffle=True, seed=seed) as itr:
+    with make_loader(dataset, batch_size, shuffle=True, seed=seed, parts_per_chunk=parts_per_chunk) as itr:
         for _epoch in range(epochs):
             rows, _ = loader_pass(itr, progress=False)
             # The first epoch also pays for opening the dataset and starting the loader.
             seconds.append(time.perf_counter() - start)
             start = time.perf_counter()
-    return {"rows": rows, "seconds": seconds[0], "epoch_seconds": seconds}
+    cats, conts, labels = _columns()
+    # What one partition occupies as the tensors a batch is cut from (cats int64, the rest float32).
+    row_bytes = 8 * len(cats) + 4 * (len(conts) + len(labels))
+    partition_mb = max(dataset.partition_lengths()) * row_bytes / 2**20
+    return {"rows": rows, "seconds": seconds[0], "epoch_seconds": seconds, "partition_mb": partition_mb,
+            "parts_per_chunk": parts_per_chunk}
 
 
 def _tensor_rows(data: str) -> Any:
@@ -208,6 +223,7 @@ def _run_phase(args: argparse.Namespace) -> None:
     result = _PHASES[args.phase](
         data=args.data, batch_size=args.batch_size, part_size=args.part_size, seed=args.seed,
         rowwise_batches=args.rowwise_batches, rowwise_seconds=args.rowwise_seconds, epochs=args.epochs,
+        parts_per_chunk=args.parts_per_chunk,
     )
     result.update(phase=args.phase, start_rss_mb=start_rss, peak_rss_mb=rss_mb())
     print(_RESULT + json.dumps(result), flush=True)
@@ -238,7 +254,7 @@ def _spawn(phase: str, data: str, args: argparse.Namespace) -> dict[str, Any]:
         sys.executable, os.path.abspath(__file__), "--phase", phase, "--data", data,
         "--batch-size", str(args.batch_size), "--part-size", args.part_size, "--seed", str(args.seed),
         "--rowwise-batches", str(args.rowwise_batches), "--rowwise-seconds", str(args.rowwise_seconds),
-        "--epochs", str(args.epochs),
+        "--epochs", str(args.epochs), "--parts-per-chunk", str(args.parts_per_chunk),
     ]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith(_RESULT)]
@@ -268,6 +284,18 @@ def _later_rate(result: dict[str, Any]) -> float | None:
     return result["rows"] / (sum(later) / len(later)) if later else None
 
 
+def _report_memory(result: dict[str, Any]) -> None:
+    """Peak RSS above the imports, in units of parts_per_chunk x one partition's tensors."""
+    above = result["peak_rss_mb"] - result["start_rss_mb"]
+    unit = result["parts_per_chunk"] * result["partition_mb"]
+    multiple = above / unit
+    print(
+        f"memory TorchAsyncItr: peak RSS {above:,.0f} MB above the imports = {multiple:.1f} x parts_per_chunk "
+        f"({result['parts_per_chunk']}) x the largest partition's tensors ({result['partition_mb']:,.0f} MB) "
+        f"(target <= {_MEMORY_TARGET:.0f}x) {'OK' if multiple <= _MEMORY_TARGET else 'ABOVE TARGET'}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000, help="synthetic rows (default: %(default)s)")
@@ -281,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         "--epochs", type=int, default=2,
         help="epochs of the floor and TorchAsyncItr; the first is the headline, later ones show the warm rate (default: %(default)s)",
     )
+    parser.add_argument("--parts-per-chunk", type=int, default=1, help="TorchAsyncItr partitions per chunk (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars while preparing data")
     parser.add_argument("--phase", choices=sorted(_PHASES), help=argparse.SUPPRESS)
@@ -316,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(target: hundreds, >= {_ROWWISE_TARGET:.0f}x) {'OK' if ratio >= _ROWWISE_TARGET else 'BELOW TARGET'} [first epoch{later}]"
     )
     print(f"ratio TorchAsyncItr / row-indexed DataLoader (tensor rows, reference): {ours / rowwise['tensor']:,.1f}x")
+    _report_memory(ours_result)
     return 0
 
 

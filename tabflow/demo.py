@@ -280,14 +280,14 @@ def run_etl(
 # --------------------------------------------------------------------------------- loading
 
 
-def make_loader(dataset: Dataset, batch_size: int, shuffle: bool, device: Any = "cpu", seed: int = 0) -> Any:
+def make_loader(dataset: Dataset, batch_size: int, shuffle: bool, device: Any = "cpu", seed: int = 0, parts_per_chunk: int = 1) -> Any:
     """``TorchAsyncItr`` over the Criteo columns of a transformed dataset."""
     from tabflow.loader.torch import TorchAsyncItr
 
     return TorchAsyncItr(
         dataset, batch_size=batch_size, cats=CATEGORICAL, conts=CONTINUOUS, labels=LABEL,
         # A new seed per epoch (reproducible across runs, different across epochs).
-        shuffle=shuffle, seed_fn=itertools.count(seed).__next__ if shuffle else None, parts_per_chunk=1, device=device,
+        shuffle=shuffle, seed_fn=itertools.count(seed).__next__ if shuffle else None, parts_per_chunk=parts_per_chunk, device=device,
     )
 
 

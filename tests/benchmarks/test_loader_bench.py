@@ -17,6 +17,7 @@ def test_loader_benchmark_prints_rates_and_ratios(tmp_path):
     pytest.importorskip("torch")
     command = [
         sys.executable, _SCRIPT, "--rows", "20000", "--batch-size", "4096", "--workdir", str(tmp_path), "--no-progress",
+        "--parts-per-chunk", "2",
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -28,3 +29,5 @@ def test_loader_benchmark_prints_rates_and_ratios(tmp_path):
     pattern = r"^ratio TorchAsyncItr / row-indexed DataLoader \(pandas rows\): [\d,.]+x \(target: hundreds"
     assert re.search(pattern, out, flags=re.MULTILINE), out
     assert re.search(r"^ratio TorchAsyncItr / row-indexed DataLoader \(tensor rows, reference\): [\d,.]+x$", out, flags=re.MULTILINE), out
+    memory = r"^memory TorchAsyncItr: peak RSS [\d,]+ MB above the imports = [\d.]+ x parts_per_chunk \(2\) x the largest partition's tensors"
+    assert re.search(memory, out, flags=re.MULTILINE), out

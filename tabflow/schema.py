@@ -18,7 +18,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 __all__ = ["Tags", "ColumnSchema", "Schema", "SCHEMA_FILENAME", "SCHEMA_FILENAMES"]
 
@@ -59,6 +59,18 @@ class Tags(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+def _name_list(names: str | Iterable[str]) -> list[str]:
+    # A single name is one column, not the characters of its name.
+    return [names] if isinstance(names, str) else list(names)
+
+
+def _flatten_tags(tags: Sequence[Any]) -> list[Any]:
+    flat: list[Any] = []
+    for tag in tags:
+        flat.extend(tag if isinstance(tag, (list, tuple, set, frozenset)) else [tag])
+    return flat
 
 
 def _normalize_tags(tags: Iterable[Any] | None) -> frozenset:
@@ -179,11 +191,25 @@ class Schema:
     def column_schemas(self) -> dict[str, ColumnSchema]:
         return dict(self._columns)
 
-    def __getitem__(self, name: str) -> ColumnSchema:
+    def __getitem__(self, name: str | Sequence[str]) -> Any:
+        """One column's schema by name, or a :class:`Schema` of several (a list of names)."""
+        if not isinstance(name, str):
+            return self.select(name)
         try:
             return self._columns[name]
         except KeyError:
             raise KeyError(f"column {name!r} is not in the schema; columns are {self.column_names}") from None
+
+    def get(self, name: str, default: ColumnSchema | None = None) -> ColumnSchema | None:
+        """The schema of column ``name``, or ``default`` when there is none."""
+        return self._columns.get(name, default)
+
+    @property
+    def first(self) -> ColumnSchema:
+        """The first column's schema (e.g. after selecting down to one column)."""
+        if not self._columns:
+            raise ValueError("the schema has no columns, so it has no first column")
+        return next(iter(self._columns.values()))
 
     def __contains__(self, name: object) -> bool:
         return name in self._columns
@@ -200,20 +226,67 @@ class Schema:
     def __add__(self, other: "Schema") -> "Schema":
         return Schema([*self, *(c for c in other if c.name not in self._columns)])
 
+    def __sub__(self, other: "Schema") -> "Schema":
+        return self.without(other.column_names)
+
     def __repr__(self) -> str:
         rows = ", ".join(f"{c.name}:{c.dtype}" for c in self)
         return f"Schema([{rows}])"
 
-    def select(self, names: Iterable[str]) -> "Schema":
-        return Schema([self[name] for name in names])
+    def copy(self) -> "Schema":
+        return Schema(self)
 
-    def select_by_tag(self, *tags: Any) -> "Schema":
-        wanted = _normalize_tags(tags)
-        return Schema([c for c in self if wanted & c.tags])
+    def select(self, names: str | Iterable[str]) -> "Schema":
+        """The named columns, in the order given; an unknown name is a ``KeyError``.
 
-    def without(self, names: Iterable[str]) -> "Schema":
-        drop = set(names)
+        Examples
+        --------
+        >>> from tabflow.schema import Schema
+        >>> s = Schema(["genres", "g", "x"])
+        >>> s.select("genres").column_names, s.without("genres").column_names
+        (['genres'], ['g', 'x'])
+        >>> s.select_by_name(["x", "missing"]).column_names  # skips names it lacks
+        ['x']
+        """
+        return Schema([self[name] for name in _name_list(names)])
+
+    def select_by_name(self, names: str | Iterable[str]) -> "Schema":
+        """The named columns the schema has, in the order given (others are skipped)."""
+        return Schema([self._columns[name] for name in _name_list(names) if name in self._columns])
+
+    def without(self, names: str | Iterable[str]) -> "Schema":
+        """Every column but the named ones (names the schema lacks are ignored)."""
+        drop = set(_name_list(names))
         return Schema([c for c in self if c.name not in drop])
+
+    excluding_by_name = without
+
+    def remove_col(self, name: str) -> "Schema":
+        return self.without([name])
+
+    def select_by_tag(self, *tags: Any, pred_fn: Callable[[Iterable[bool]], bool] = any) -> "Schema":
+        """Columns carrying any of ``tags`` (``pred_fn=all``: all of them).
+
+        Tags may be given as several arguments or as one list.
+
+        Examples
+        --------
+        >>> from tabflow.schema import ColumnSchema, Schema, Tags
+        >>> s = Schema([ColumnSchema("c", "int64", tags=[Tags.CATEGORICAL]), ColumnSchema("x", "float32")])
+        >>> s.select_by_tag([Tags.CATEGORICAL, Tags.CONTINUOUS]).column_names
+        ['c']
+        >>> s.excluding_by_tag(Tags.CATEGORICAL).column_names
+        ['x']
+        """
+        wanted = _normalize_tags(_flatten_tags(tags))
+        return Schema([c for c in self if wanted and pred_fn(tag in c.tags for tag in wanted)])
+
+    def excluding_by_tag(self, *tags: Any) -> "Schema":
+        """Columns carrying none of ``tags``."""
+        unwanted = _normalize_tags(_flatten_tags(tags))
+        return Schema([c for c in self if not unwanted & c.tags])
+
+    remove_by_tag = excluding_by_tag
 
     @property
     def dtypes(self) -> dict[str, str]:

@@ -59,3 +59,45 @@ def test_json_round_trip(tmp_path):
     assert back["l"].value_count == {"min": 0, "max": 5}
     assert back["plain"].dtype == "float64"
     assert repr(back).startswith("Schema([a:Int64")
+
+
+def _tagged_schema() -> Schema:
+    return Schema(
+        [
+            ColumnSchema("genres", "list<int64>", tags={Tags.CATEGORICAL, Tags.ITEM}),
+            ColumnSchema("g", "int64", tags={Tags.CATEGORICAL}),
+            ColumnSchema("x", "float32", tags={Tags.CONTINUOUS}),
+            ColumnSchema("y", "int8", tags={Tags.TARGET}),
+        ]
+    )
+
+
+def test_a_single_name_is_one_column_not_its_characters():
+    # 'genres' as a set of characters would drop 'g' and keep 'genres'.
+    s = _tagged_schema()
+    assert s.without("genres").column_names == ["g", "x", "y"]
+    assert s.select("genres").column_names == ["genres"]
+    assert s.excluding_by_name("genres").column_names == ["g", "x", "y"]
+    assert s.remove_col("g").column_names == ["genres", "x", "y"]
+    assert s.select_by_name("genres").column_names == ["genres"]
+
+
+def test_merlin_style_selection_and_lookup():
+    s = _tagged_schema()
+    assert s.select_by_name(["y", "missing", "g"]).column_names == ["y", "g"]
+    assert s[["x", "g"]].column_names == ["x", "g"]
+    assert s.get("x").dtype == "float32" and s.get("missing") is None
+    assert s.select_by_tag(Tags.TARGET).first.name == "y"
+    with pytest.raises(ValueError, match="no columns"):
+        Schema().first
+    assert (s - s.select(["g", "y"])).column_names == ["genres", "x"]
+    assert s.copy() == s and s.copy() is not s
+
+
+def test_tag_selection_takes_lists_and_a_predicate():
+    s = _tagged_schema()
+    assert s.select_by_tag([Tags.CATEGORICAL, Tags.CONTINUOUS]).column_names == ["genres", "g", "x"]
+    assert s.select_by_tag(["categorical", Tags.ITEM], pred_fn=all).column_names == ["genres"]
+    assert s.excluding_by_tag(Tags.CATEGORICAL).column_names == ["x", "y"]
+    assert s.remove_by_tag([Tags.CATEGORICAL, Tags.TARGET]).column_names == ["x"]
+    assert s.select_by_tag().column_names == []

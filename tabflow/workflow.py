@@ -30,6 +30,8 @@ from typing import Any, Iterable, Sequence
 import dask
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.backends.pandas_backend import SAMPLE_VARIANTS
+from tabflow.ops.lambdaop import LambdaOp
 from tabflow.ops.operator import NotFittedError, Operator, StatOperator
 from tabflow.schema import Schema
 from tabflow.selector import ColumnSelector, Node, as_node
@@ -417,6 +419,10 @@ def _evaluate(node: Node, frame: Any, cache: dict[int, Any]) -> Any:
         if isinstance(op, StatOperator) and not op.fitted:
             raise NotFittedError(f"{type(op).__name__} has no statistics yet: call workflow.fit(dataset) first")
         out = op.transform(node.input_selector, _node_input(node, frame, cache))
+        if _runs_user_code(op):
+            # Lists a user function returns as Python objects become list columns, as their
+            # schema says (observed the same way).
+            out = backend_for(out).with_list_columns(out)
         produced = set(out.columns)
         missing = [n for n in names if n not in produced]
         if missing:
@@ -525,29 +531,37 @@ def _observed_dtypes(op: Operator, node: Node, declared: Schema) -> Schema:
 
     NVTabular learned output dtypes by running ops; scripts written for it define ops that
     turn, say, date strings into day counts without declaring so. tabflow's own ops declare
-    their dtypes, and a statistics op is only sampled once fitted. When the sample cannot be
-    transformed the declared schema stands.
+    their dtypes, and a statistics op is only sampled once fitted. String columns are tried
+    as letters, then digits, then date-times; when no sample can be transformed the declared
+    schema stands.
     """
-    if type(op).__module__.startswith("tabflow.") or op.output_dtype is not None:
-        return declared
+    if not _runs_user_code(op) or isinstance(op, LambdaOp) or op.output_dtype is not None:
+        return declared  # LambdaOp infers its own dtypes
     if isinstance(op, StatOperator) and not op.fitted:
         return declared
-    from tabflow.backends import get_backend
-
-    try:
-        sample = get_backend("pandas").sample_frame(node.input_schema.dtypes)
-        out = op.transform(node.input_selector, sample)
-    except Exception:  # noqa: BLE001 - user code; the declared schema is the fallback
+    pandas = get_backend("pandas")
+    for variant in range(SAMPLE_VARIANTS):
+        try:
+            out = op.transform(node.input_selector, pandas.sample_frame(node.input_schema.dtypes, variant))
+            break
+        except Exception:  # noqa: BLE001 - user code; the next sample may suit it
+            continue
+    else:
         return declared
     backend = backend_for(out)
     columns = []
     for column in declared:
         if column.name in out.columns:
-            observed = backend.canonical_dtype(out[column.name].dtype)
+            observed = backend.observed_dtype(out[column.name])
             if observed != str(column.dtype):
                 column = column.with_dtype(observed)
         columns.append(column)
     return Schema(columns)
+
+
+def _runs_user_code(op: Operator) -> bool:
+    """Ops defined outside tabflow, and LambdaOp (which calls a user function)."""
+    return not type(op).__module__.startswith("tabflow.") or isinstance(op, LambdaOp)
 
 
 def _union(schemas: list[Schema], origins: list[dict[str, Any]] | None = None) -> tuple[Schema, dict[str, Any]]:

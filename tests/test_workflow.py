@@ -279,3 +279,57 @@ def test_user_op_output_dtype_is_observed_on_a_sample():
     expected = ((lengths - lengths.mean()) / lengths.std()).astype("float32")
     np.testing.assert_allclose(out["title"].to_numpy(), expected.to_numpy(), rtol=1e-6)
     assert workflow.output_schema["title"].dtype == "float32"
+
+
+class _DaysSincePublished(Operator):
+    """As NVTabular-era scripts write it: output names as a plain list, no output_dtype, and
+    a transform that only works on date strings."""
+
+    def transform(self, col_selector, df):
+        for column in col_selector.names:
+            published = df[column].astype("datetime64[ns]")
+            df[column + "_days"] = (df["now"].astype("datetime64[ns]") - published).dt.days.astype("float64")
+        return df
+
+    def output_column_names(self, col_selector):
+        return [column + "_days" for column in col_selector.names]
+
+    @property
+    def dependencies(self):
+        return ["now"]
+
+
+def test_user_op_on_date_strings_with_list_output_names():
+    frame = pd.DataFrame({
+        "published": pd.Series(["2016-06-01 00:00:00", None, "2016-06-20 12:00:00", "2016-05-01 00:00:00"], dtype="string"),
+        "now": pd.Series(["2016-06-30 00:00:00"] * 4, dtype="string"),
+    })
+    workflow = nvt.Workflow(["published"] >> _DaysSincePublished() >> ops.FillMedian())
+    out = workflow.fit_transform(frame)
+    days = (pd.Timestamp("2016-06-30") - pd.to_datetime(frame["published"])).dt.days.astype("float64")
+    expected = days.fillna(days.median())
+    np.testing.assert_allclose(out["published_days"].to_numpy(), expected.to_numpy())
+    assert workflow.output_schema["published_days"].dtype == "float64"
+
+
+def test_lambda_returning_lists_makes_a_multi_hot_column():
+    frame = pd.DataFrame({"genres": pd.Series(["Drama|Comedy", "Comedy", "Action|Drama|Comedy"], dtype="string")})
+    workflow = nvt.Workflow(["genres"] >> ops.LambdaOp(lambda col: col.str.split("|")) >> ops.Categorify())
+    out = workflow.fit_transform(frame)
+    assert workflow.output_schema["genres"].dtype == "list<int64>" and workflow.output_schema["genres"].is_list
+    # Vocabulary by descending frequency (ties by value) after 0 = padding, 1 = null, 2 = OOV.
+    counts = frame["genres"].str.split("|").explode().value_counts()
+    order = sorted(counts.index, key=lambda v: (-counts[v], v))
+    codes = {value: i + 3 for i, value in enumerate(order)}
+    expected = [[codes[v] for v in row.split("|")] for row in frame["genres"]]
+    assert [list(row) for row in out["genres"]] == expected
+
+
+def test_lambda_dtype_inference_tries_digit_strings():
+    frame = pd.DataFrame({"zip": pd.Series(["02139", "10001", "94105"], dtype="string")})
+    workflow = nvt.Workflow(["zip"] >> ops.LambdaOp(lambda col: col.astype("int64") // 1000))
+    out = workflow.fit_transform(frame)
+    assert workflow.output_schema["zip"].dtype == "int64"
+    assert out["zip"].tolist() == [2, 10, 94]
+    with pytest.raises(TypeError, match="could not infer the output dtype of column 'zip'.*Pass dtype"):
+        nvt.Workflow(["zip"] >> ops.LambdaOp(lambda col: col.map({"x": 1}).astype("int64"))).fit_transform(frame)

@@ -94,17 +94,30 @@ class PandasBackend:
         """A zero-row frame with the given canonical dtypes (dask ``meta``)."""
         return pd.DataFrame({name: pd.Series([], dtype=self.engine_dtype(dt)) for name, dt in dtypes.items()})
 
-    def sample_frame(self, dtypes: Mapping[str, str]) -> pd.DataFrame:
+    def sample_frame(self, dtypes: Mapping[str, str], variant: int = 0) -> pd.DataFrame:
         """A two-row frame of ordinary non-null values with the given canonical dtypes.
 
         Used to learn what a user function returns without touching real data: unlike an
         empty frame, string and list methods see actual values and keep their result types.
+        ``variant`` (0 to ``SAMPLE_VARIANTS - 1``) picks other string values for functions
+        that only accept particular ones: letters, then digits, then date-times.
         """
         columns = {}
         for name, canonical in dtypes.items():
             dtype = self.engine_dtype(canonical)
-            columns[name] = pd.Series(_sample_values(canonical), dtype=dtype, name=name)
+            columns[name] = pd.Series(_sample_values(canonical, variant), dtype=dtype, name=name)
         return pd.DataFrame(columns, index=pd.RangeIndex(2))
+
+    def observed_dtype(self, values: Any) -> str:
+        """Canonical dtype of what a user function returned (a series or an array).
+
+        An ``object`` result is looked into: lists (``col.str.split("|")``) make a list
+        column, as they become when the op's output is used.
+        """
+        if isinstance(values, pd.Series) and values.dtype == object:
+            return self.canonical_dtype(self.with_list_columns(values.to_frame())[values.name].dtype)
+        dtype = getattr(values, "dtype", None)
+        return self.canonical_dtype(dtype if dtype is not None else np.asarray(values).dtype)
 
     def frame_from_dict(self, columns: Mapping[str, Any], index: Any = None) -> pd.DataFrame:
         # copy=False: the columns are fresh op results; copying them would double the memory
@@ -506,12 +519,16 @@ class PandasBackend:
         return int(frame.memory_usage(deep=True, index=False).sum())
 
 
-def _sample_values(canonical: str) -> list:
+SAMPLE_VARIANTS = 3
+_SAMPLE_STRINGS = (["a", "b"], ["1", "2"], ["2020-01-01 00:00:00", "2020-01-02 12:30:00"])
+
+
+def _sample_values(canonical: str, variant: int = 0) -> list:
     match = _LIST_RE.match(canonical)
     if match:
-        return [[value] for value in _sample_values(match.group(1))]
+        return [[value] for value in _sample_values(match.group(1), variant)]
     if canonical in _STRING_NAMES:
-        return ["a", "b"]
+        return list(_SAMPLE_STRINGS[variant])
     if canonical.lower() in ("bool", "boolean"):
         return [True, False]
     if canonical.startswith("datetime64"):

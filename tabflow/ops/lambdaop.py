@@ -5,9 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-import numpy as np
-
 from tabflow.backends import backend_for, get_backend
+from tabflow.backends.pandas_backend import SAMPLE_VARIANTS
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
 from tabflow.selector import ColumnSelector, Node
@@ -23,8 +22,10 @@ class LambdaOp(Operator):
 
     Output dtype: ``dtype`` when given. Otherwise it is inferred once, when the workflow
     resolves its schema, by calling ``f`` on a two-row frame of ordinary values of the input
-    dtypes (CPU, never real data). Pass ``dtype`` when ``f`` only works on particular values
-    or only on the GPU engine.
+    dtypes (CPU, never real data; strings are tried as letters, digits, then date-times).
+    A function returning lists (``col.str.split("|")``) makes a list column, which
+    ``Categorify`` encodes as multi-hot. Pass ``dtype`` when ``f`` only works on other
+    particular values or only on the GPU engine.
 
     Saving: ``f`` must be a named, module-level function (saved as ``module:name``; import
     the module before :meth:`Workflow.load`). A lambda or nested function works in memory,
@@ -139,21 +140,23 @@ class LambdaOp(Operator):
 
     def _infer_dtypes(self, input_schema: Schema, col_selector: ColumnSelector) -> dict[str, str]:
         backend = get_backend("pandas")
-        sample = backend.sample_frame(input_schema.dtypes)
+        samples = [backend.sample_frame(input_schema.dtypes, variant) for variant in range(SAMPLE_VARIANTS)]
         dtypes = {}
         for name in col_selector.names:
-            try:
-                result = self._call(sample, name, col_selector)
-            except Exception as err:
+            errors = []
+            for sample in samples:  # letters first, then digits and date-times for picky functions
+                try:
+                    dtypes[name] = backend.observed_dtype(self._call(sample, name, col_selector))
+                    break
+                except Exception as err:  # noqa: BLE001 - user code; the next sample may suit it
+                    errors.append(err)
+            else:
+                first = errors[0]
                 raise TypeError(
                     f"LambdaOp could not infer the output dtype of column {name!r}: calling {self.f!r} on "
-                    f"sample values of dtype {input_schema[name].dtype} raised {type(err).__name__}: {err}. "
+                    f"sample values of dtype {input_schema[name].dtype} raised {type(first).__name__}: {first}. "
                     "Pass dtype=... to LambdaOp."
-                ) from err
-            result_dtype = getattr(result, "dtype", None)
-            if result_dtype is None:
-                result_dtype = np.asarray(result).dtype
-            dtypes[name] = backend.canonical_dtype(result_dtype)
+                ) from first
         return dtypes
 
     @property

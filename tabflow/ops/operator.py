@@ -127,14 +127,17 @@ class Operator(metaclass=_OperatorMeta):
 
     # ----------------------------------------------------------------- schema
     def output_column_names(self, col_selector: ColumnSelector) -> ColumnSelector:
-        """Names of the output columns (default: the input names, or ``column_mapping``)."""
+        """Names of the output columns (default: the input names, or ``column_mapping``).
+
+        An override may return a :class:`ColumnSelector` or a plain list of names.
+        """
         if type(self).column_mapping is not Operator.column_mapping:
             return ColumnSelector(list(self.column_mapping(col_selector)))
         return ColumnSelector(col_selector.names)
 
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         """``{output column: [input columns it is computed from]}``."""
-        out_names = self.output_column_names(col_selector).names
+        out_names = _names_of(self.output_column_names(col_selector))
         inputs = col_selector.names
         return {name: [name] if name in inputs else list(inputs) for name in out_names}
 
@@ -253,3 +256,11 @@ class StatOperator(Operator):
 OPERATOR_REGISTRY[Operator.registry_name()] = Operator
 OPERATOR_REGISTRY[StatOperator.registry_name()] = StatOperator
 
+
+def _names_of(columns: Any) -> list[str]:
+    """Column names from a selector, a list of names or a single name."""
+    if isinstance(columns, ColumnSelector):
+        return columns.names
+    if isinstance(columns, str):
+        return [columns]
+    return [str(name) for name in columns]

@@ -19,8 +19,8 @@ from __future__ import annotations
 from tabflow import datasets, io, ops, schema
 from tabflow.dataset import Dataset
 from tabflow.selector import ColumnGroup, ColumnSelector, Node
-from tabflow.workflow import Workflow
+from tabflow.workflow import DuplicateColumnWarning, Workflow
 
 __version__ = "0.1.0"
 
-__all__ = ["Dataset", "Workflow", "ColumnSelector", "ColumnGroup", "Node", "ops", "io", "schema", "datasets", "__version__"]
+__all__ = ["Dataset", "Workflow", "DuplicateColumnWarning", "ColumnSelector", "ColumnGroup", "Node", "ops", "io", "schema", "datasets", "__version__"]

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import uuid
+import warnings
 from typing import Any, Iterable, Sequence
 
 import dask
@@ -37,7 +38,7 @@ from tabflow.schema import Schema
 from tabflow.selector import ColumnSelector, Node, as_node
 from tabflow.serialize import LoadError, decode_op, encode_op
 
-__all__ = ["Workflow"]
+__all__ = ["Workflow", "DuplicateColumnWarning"]
 
 _FORMAT = "tabflow.workflow"
 _VERSION = 1
@@ -568,9 +569,9 @@ def _union(schemas: list[Schema], origins: list[dict[str, Any]] | None = None) -
     """Columns of several schemas, each once; ``origins`` say which node computed each column.
 
     The same name reaching a node along two paths is fine when both paths carry the column
-    that one node computed (``a + a``); when two different nodes computed it (``x`` raw and
-    ``x`` clipped) one would silently hide the other, so that is an error even when the
-    dtypes happen to agree.
+    that one node computed (``a + a``). When two different nodes computed it (``movieId``
+    encoded and ``movieId`` joined in raw) the first one is kept, as NVTabular scripts
+    expect (``encoded + joined`` is a common idiom), with a warning: the other is hidden.
     """
     origins = origins or [{} for _ in schemas]
     columns: dict[str, Any] = {}
@@ -579,14 +580,21 @@ def _union(schemas: list[Schema], origins: list[dict[str, Any]] | None = None) -
         for column in schema:
             source = origin.get(column.name, ("input", column.name))
             if column.name in columns and (where[column.name] != source or columns[column.name] != column):
-                raise ValueError(
+                warnings.warn(
                     f"column {column.name!r} is produced twice with different definitions "
-                    f"(by {_describe_origin(where[column.name])} and by {_describe_origin(source)}); "
-                    "rename one of them (ops.Rename) or drop one (node - [name])"
+                    f"(by {_describe_origin(where[column.name])} and by {_describe_origin(source)}); the first, "
+                    f"by {_describe_origin(where[column.name])}, is kept. To keep the other, rename one of "
+                    "them (ops.Rename) or drop one (node - [name]).",
+                    DuplicateColumnWarning,
+                    stacklevel=2,
                 )
             columns.setdefault(column.name, column)
             where.setdefault(column.name, source)
     return Schema(columns.values()), where
+
+
+class DuplicateColumnWarning(UserWarning):
+    """Two branches of a workflow produce the same column name; the first is kept."""
 
 
 def _describe_origin(origin: Any) -> str:

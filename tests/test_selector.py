@@ -11,6 +11,7 @@ from tabflow import ColumnGroup, ColumnSelector, ops
 from tabflow.ops import Operator
 from tabflow.schema import Tags
 from tabflow.selector import as_node
+from tabflow.workflow import DuplicateColumnWarning
 
 
 class Recorder(Operator):
@@ -113,9 +114,21 @@ def test_same_column_twice_is_fine_when_it_is_the_same(frame):
         lambda: ["a"] >> ops.Normalize() >> AddDependency("a"),
     ],
 )
-def test_duplicate_columns_with_different_definitions(frame, graph):
-    with pytest.raises(ValueError, match="'a' is produced twice"):
+def test_duplicate_columns_with_different_definitions_keep_the_first(frame, graph):
+    with pytest.warns(DuplicateColumnWarning, match="'a' is produced twice.*the first, by .*, is kept"):
         nvt.Workflow(graph()).fit(frame)
+
+
+def test_first_of_two_definitions_wins_as_in_nvtabular(frame):
+    # MovieLens-style: encoded ids + a join that brings the raw id back along with a feature.
+    clipped = ["a"] >> ops.Clip(min_value=0, max_value=1)
+    with pytest.warns(DuplicateColumnWarning):
+        out = nvt.Workflow(clipped + ["a", "b"]).fit_transform(frame)
+    assert out.columns.tolist() == ["a", "b"]
+    np.testing.assert_array_equal(out["a"].to_numpy(), frame["a"].clip(0, 1).to_numpy())
+    with pytest.warns(DuplicateColumnWarning):
+        out = nvt.Workflow(["a", "b"] + clipped).fit_transform(frame)
+    np.testing.assert_array_equal(out["a"].to_numpy(), frame["a"].to_numpy())
 
 
 def test_missing_column_names_it_and_the_available_ones(frame):

@@ -48,9 +48,9 @@ __all__ = [
 ]
 
 _SHARED_DOC = """
-    dataset : tabflow.Dataset
     batch_size : int
-        Rows per batch. Every batch is full except possibly the last of an epoch.
+        Rows per batch (default 1, as in NVTabular). Every batch is full except possibly the
+        last of an epoch.
     shuffle : bool
         Each epoch, shuffle the partition order and the rows inside each chunk.
     seed_fn : callable, optional
@@ -99,15 +99,20 @@ class TorchAsyncItr(ChunkLoader):
     continuous column becomes NaN; a null in a categorical or label column is an error that
     names the column.
 
+    The arguments are in NVTabular's order (``dataset, cats, conts, labels, batch_size, ...``).
+
     Parameters
     ----------
     dataset : tabflow.Dataset
-    batch_size : int
     cats, conts, labels : list of str, optional
         Column roles; each defaults to the dataset schema's columns tagged CATEGORICAL,
-        CONTINUOUS or TARGET. List (multi-hot) columns are not accepted: use :class:`Loader`.
-    shuffle, seed_fn, parts_per_chunk, device, global_size, global_rank, drop_last :
+        CONTINUOUS or TARGET. A role with no columns gives a ``[bs, 0]`` tensor. List
+        (multi-hot) columns are not accepted: use :class:`Loader`.
+    batch_size, shuffle, seed_fn, parts_per_chunk, device, global_size, global_rank, drop_last :
         See below.
+    sparse_names, sparse_max, sparse_as_dense :
+        Accepted for NVTabular's signature; anything but their defaults is an error
+        pointing to :class:`Loader`, which delivers list columns.
     {shared}
 
     Attributes
@@ -132,10 +137,10 @@ class TorchAsyncItr(ChunkLoader):
     def __init__(
         self,
         dataset: Any,
-        batch_size: int,
         cats: Sequence[str] | None = None,
         conts: Sequence[str] | None = None,
         labels: Sequence[str] | None = None,
+        batch_size: int = 1,
         shuffle: bool = False,
         seed_fn: Callable[[], int] | None = None,
         parts_per_chunk: int = 1,
@@ -143,7 +148,17 @@ class TorchAsyncItr(ChunkLoader):
         global_size: int | None = None,
         global_rank: int | None = None,
         drop_last: bool = False,
+        sparse_names: Sequence[str] | None = None,
+        sparse_max: Mapping[str, int] | None = None,
+        sparse_as_dense: bool = False,
     ) -> None:
+        if sparse_names or sparse_max or sparse_as_dense:
+            raise TypeError(
+                "TorchAsyncItr yields dense (x_cat, x_cont, y) tensors; sparse_names, sparse_max and "
+                "sparse_as_dense describe list (multi-hot) columns, which tabflow.loader.torch.Loader "
+                "delivers (as values/offsets, padded dense or sparse tensors): use Loader(dataset, "
+                "batch_size, cats=..., conts=..., labels=..., sparse_names=..., sparse_max=..., sparse_as_dense=...)"
+            )
         schema = dataset.schema
         self.cat_names = _check_columns(dataset, schema.select_by_tag(Tags.CATEGORICAL).column_names if cats is None else cats, "categorical")
         self.cont_names = _check_columns(dataset, schema.select_by_tag(Tags.CONTINUOUS).column_names if conts is None else conts, "continuous")
@@ -191,8 +206,7 @@ class Loader(ChunkLoader):
     Parameters
     ----------
     dataset : tabflow.Dataset
-    batch_size : int
-    shuffle, seed_fn, parts_per_chunk, device, global_size, global_rank, drop_last :
+    batch_size, shuffle, seed_fn, parts_per_chunk, device, global_size, global_rank, drop_last :
         See below.
     cats, conts, labels : list of str, optional
         Categorical columns become int64, continuous float32 (nulls -> NaN). ``labels``
@@ -224,7 +238,7 @@ class Loader(ChunkLoader):
     def __init__(
         self,
         dataset: Any,
-        batch_size: int,
+        batch_size: int = 1,
         shuffle: bool = False,
         seed_fn: Callable[[], int] | None = None,
         parts_per_chunk: int = 1,

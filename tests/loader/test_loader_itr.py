@@ -57,6 +57,30 @@ def test_list_column_points_to_loader(dataset):
         TorchAsyncItr(dataset, batch_size=8, cats=["tags"], conts=CONTS, labels=[LABEL])
 
 
+def test_nvtabular_argument_order_and_defaults(dataset, frame):
+    # NVTabular's positional order: dataset, cats, conts, labels, batch_size; batch_size defaults to 1.
+    with TorchAsyncItr(dataset, CATS, CONTS, [LABEL], 16) as itr:
+        x_cat, x_cont, y = next(iter(itr))
+    assert x_cat.shape == (16, 2) and x_cont.shape == (16, 2)
+    np.testing.assert_array_equal(x_cat.numpy(), frame[CATS].to_numpy()[:16])
+    with TorchAsyncItr(dataset, CATS, CONTS, [LABEL]) as itr:
+        assert len(itr) == NUM_ROWS and next(iter(itr))[0].shape == (1, 2)
+    with TorchAsyncItr(dataset, CATS, CONTS, [LABEL], batch_size=8, sparse_names=[], sparse_max={}) as itr:
+        assert len(itr) == math.ceil(NUM_ROWS / 8)
+
+
+@pytest.mark.parametrize("sparse", [{"sparse_names": ["tags"]}, {"sparse_max": {"tags": 4}}, {"sparse_as_dense": True}])
+def test_sparse_arguments_point_to_loader(dataset, sparse):
+    with pytest.raises(TypeError, match="sparse_names, sparse_max and sparse_as_dense.*Loader"):
+        TorchAsyncItr(dataset, cats=CATS, conts=CONTS, labels=[LABEL], batch_size=8, **sparse)
+
+
+def test_a_role_without_columns_is_an_empty_matrix(dataset):
+    with TorchAsyncItr(dataset, cats=CATS, conts=[], labels=[LABEL], batch_size=8) as itr:
+        x_cat, x_cont, y = next(iter(itr))
+    assert x_cat.shape == (8, 2) and x_cont.shape == (8, 0) and x_cont.dtype == torch.float32
+
+
 def test_unknown_column_is_named(dataset):
     with pytest.raises(KeyError, match="nope"):
         TorchAsyncItr(dataset, batch_size=8, cats=["nope"], conts=CONTS, labels=[LABEL])

@@ -254,6 +254,16 @@ class Node:
             visit(upstream)
         return order
 
+    @property
+    def graph(self) -> Any:
+        """A picture of the graph ending at this node (shown inline by Jupyter), as in NVTabular.
+
+        See :class:`tabflow.viz.GraphPicture`.
+        """
+        from tabflow.viz import GraphPicture
+
+        return GraphPicture(self)
+
     def __repr__(self) -> str:
         if self.kind == "op":
             return f"<Node {self.id}: {self.op!r}>"

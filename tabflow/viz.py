@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["plot_workflow", "workflow_layout"]
+__all__ = ["plot_workflow", "workflow_layout", "GraphPicture"]
 
 # Fill colour per node kind: inputs, ops (statistics ops darker), concatenation, drop.
 _COLORS = {"selection": "#dbe9f6", "op": "#fde7c6", "stat": "#f9c784", "concat": "#e4e4e4", "drop": "#f4cccc"}
@@ -140,3 +140,69 @@ def plot_workflow(workflow: Any, ax: Any = None, max_label: int = 28) -> Any:
 
 def _label(node: Any) -> str:
     return node.label
+
+
+class GraphPicture:
+    """The graph of nodes ending at one node, as ``node.graph`` returns it.
+
+    A Jupyter cell ending in ``node.graph`` shows it (drawn with matplotlib, as
+    :func:`plot_workflow` draws); ``to_graphviz()`` gives the same graph as a
+    ``graphviz.Digraph`` for those who have the ``graphviz`` package.
+
+    Examples
+    --------
+    >>> import tabflow as nvt
+    >>> from tabflow import ops
+    >>> picture = (["x"] >> ops.FillMissing() >> ops.Normalize()).graph
+    >>> [node.label for node in picture.nodes]
+    ['x', 'FillMissing', 'Normalize']
+    >>> picture._repr_png_()[1:4]  # shown inline by Jupyter
+    b'PNG'
+    """
+
+    def __init__(self, output_node: Any) -> None:
+        self.nodes = [*output_node.ancestors(), output_node]
+
+    def plot(self, ax: Any = None, max_label: int = 28) -> Any:
+        """Draw into ``ax`` (a new figure when omitted); returns the Axes."""
+        return plot_workflow(self, ax=ax, max_label=max_label)
+
+    def savefig(self, path: str, dpi: int = 100) -> None:
+        """Write the picture to ``path`` (format from the extension: png, svg, pdf)."""
+        self._figure(dpi).savefig(path)
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        buffer = io.BytesIO()
+        self._figure(100).savefig(buffer, format="png")
+        return buffer.getvalue()
+
+    def _figure(self, dpi: int) -> Any:
+        # A figure outside pyplot: Jupyter shows the returned image once, not also the figure.
+        from matplotlib.figure import Figure
+
+        positions = workflow_layout(self)
+        width = max(x for x, _ in positions.values()) + 1
+        height = max(abs(y) for _, y in positions.values()) * 2 + 1
+        figure = Figure(figsize=(min(2.4 * width + 1, 18), min(0.8 * height + 1, 12)), dpi=dpi)
+        self.plot(ax=figure.add_subplot())
+        return figure
+
+    def to_graphviz(self) -> Any:
+        """The graph as a ``graphviz.Digraph`` (dashed edges are dependencies)."""
+        try:
+            import graphviz
+        except ImportError as err:
+            raise ImportError("to_graphviz() needs the graphviz package: pip install graphviz") from err
+        digraph = graphviz.Digraph()
+        for node in self.nodes:
+            digraph.node(str(node.id), _label(node))
+            for parent in node.parents:
+                digraph.edge(str(parent.id), str(node.id))
+            for dependency in node.dependencies:
+                digraph.edge(str(dependency.id), str(node.id), style="dashed")
+        return digraph
+
+    def __repr__(self) -> str:
+        return f"GraphPicture({' -> '.join(node.label for node in self.nodes)})"

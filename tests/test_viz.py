@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pandas as pd
 import pytest
 
@@ -68,3 +70,22 @@ def test_drop_node_shows_dropped_columns():
         assert "- b" in [t.get_text() for t in ax.texts]
     finally:
         plt.close(ax.figure)
+
+
+def test_node_graph_is_a_picture_of_its_ancestors(tmp_path):
+    joined = ["item"] >> ops.JoinGroupby(cont_cols=["price"], stats=["mean"])
+    node = (["x"] >> ops.FillMissing() >> ops.Normalize()) + joined
+    picture = node.graph
+    labels = [n.label for n in picture.nodes]
+    assert labels[-1] == "+" and {"FillMissing", "Normalize", "JoinGroupby"} <= set(labels)
+    assert repr(picture).startswith("GraphPicture(") and repr(picture).endswith("+)")
+    png = picture._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    picture.savefig(str(tmp_path / "graph.svg"))
+    assert (tmp_path / "graph.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_graphviz_export_needs_the_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # import graphviz raises ImportError
+    with pytest.raises(ImportError, match="pip install graphviz"):
+        (["x"] >> ops.LogOp()).graph.to_graphviz()

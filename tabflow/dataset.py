@@ -328,6 +328,12 @@ class Dataset:
             parquet or CSV files, or a workflow's transform of one.
         suffix : str, default ".parquet"
             Extension of the preserved file names.
+        **kwargs
+            NVTabular's ``num_threads``, ``method`` and ``write_hugectr_keyset`` are accepted
+            so its scripts run, and change nothing: the writer's parallelism follows the
+            partitions, and HugeCTR's ``_file_list.txt`` / ``_metadata.json`` / keyset files
+            are not written (tabflow's loaders read ``_schema.json``). Any other argument is
+            a ``TypeError``.
 
         Returns
         -------

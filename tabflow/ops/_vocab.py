@@ -180,19 +180,37 @@ def count_values(df: Any, unit: Unit) -> tuple[Any, int]:
     return counts, nulls
 
 
-def merge_counts(partials: list[tuple[Any, int]]) -> tuple[Any, int]:
-    """Merge ``(counts, nulls)`` partials by summing the counts of equal values."""
+def merge_counts(partials: list[tuple[Any, int]], split_every: int | None = None) -> tuple[Any, int]:
+    """Merge ``(counts, nulls)`` partials by summing the counts of equal values.
+
+    With ``split_every``, at most that many count tables are concatenated for one group-by
+    (a local tree of merges): peak memory follows the fan-in, not the number of partials.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.ops._vocab import merge_counts
+    >>> parts = [(pd.DataFrame({"value": [v], "count": [1]}), 0) for v in "abab"]
+    >>> merged, nulls = merge_counts(parts, split_every=2)
+    >>> merged.sort_values("value")["count"].tolist(), nulls
+    ([2, 2], 0)
+    """
     nulls = sum(p[1] for p in partials)
     frames = [p[0] for p in partials if len(p[0])]
     if not frames:
         return partials[0][0], nulls
+    fan_in = max(2, int(split_every)) if split_every else len(frames)
+    while len(frames) > 1:
+        frames = [_sum_counts(frames[i : i + fan_in]) for i in range(0, len(frames), fan_in)]
+    return frames[0], nulls
+
+
+def _sum_counts(frames: list[Any]) -> Any:
     if len(frames) == 1:
-        return frames[0], nulls
-    backend = backend_for(frames[0])
-    combined = backend.concat_rows(frames)
+        return frames[0]
+    combined = backend_for(frames[0]).concat_rows(frames)
     value_columns = [c for c in combined.columns if c != COUNT]
-    merged = combined.groupby(value_columns, dropna=False, sort=False)[COUNT].sum().reset_index()
-    return merged, nulls
+    return combined.groupby(value_columns, dropna=False, sort=False)[COUNT].sum().reset_index()
 
 
 def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | None) -> pd.DataFrame:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import warnings
 from typing import Any, Mapping
 
+import dask.utils
 import numpy as np
 
 from tabflow.backends import backend_for, get_backend
-from tabflow.ops import _vocab
+from tabflow.ops import _vocab, _vocab_files
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
 from tabflow.selector import ColumnSelector
@@ -52,9 +55,35 @@ class Categorify(StatOperator):
         Separator of group names (``"a_b"``).
     start_index : int, default 0
         Accepted for compatibility; the convention above is fixed, so only 0 is valid.
-    search_sorted, out_path, cat_cache, on_host, na_sentinel, single_table : optional
+    out_path : str or path, optional
+        Local directory under which fitting writes each vocabulary as parquet, in
+        NVTabular 23.08's layout: ``categories/unique.<name>.parquet`` (the values, index =
+        encoded index) and ``categories/meta.<name>.parquet`` (the index ranges); see
+        Notes. Nothing is written when it is None (NVTabular wrote to ``"./"`` then). The
+        files are for reading only: the workflow keeps its vocabularies in ``vocabs_`` and
+        saves them itself.
+    split_out : int or dict, default 1
+        Number of files each vocabulary is written in under ``out_path``: above 1,
+        ``unique.<name>.parquet`` is a directory of up to that many ``part.N.parquet``
+        files of consecutive rows, as in NVTabular. Fitting itself is not split: the tree
+        merge of one vocabulary's counts ends in one table, in one process.
+    split_every : int or dict, default 8
+        Fan-in of the merge of per-partition value counts: at most this many count
+        tables are summed in one group-by (2 gives pairwise merges, the least memory per
+        step). The workflow's task tree hands over at most 8 partials per task, so values
+        above 8 act as 8.
+    cardinality_memory_limit : int or str, optional
+        Bytes (``"2GB"`` style strings accepted) above which the value counts of one
+        vocabulary, measured in host memory once merged, raise a ``UserWarning``: they are
+        held in a single process, so a larger table risks running out of memory. Default:
+        12.5% of the machine's memory, as in NVTabular. Only a warning; nothing is spilled.
+    tree_width : optional
+        Ignored with a ``FutureWarning`` when set, as in NVTabular 23.08 (use
+        ``split_every`` and ``split_out``).
+    search_sorted, cat_cache, on_host, na_sentinel, single_table : optional
         Accepted so that NVTabular scripts run unchanged; they select NVTabular storage and
-        lookup strategies and have no effect here.
+        lookup strategies (tabflow always looks values up in a hash table kept in memory)
+        and have no effect here.
 
     Attributes
     ----------
@@ -73,7 +102,23 @@ class Categorify(StatOperator):
     indices + 2), ``embedding_sizes`` (``{"cardinality", "dimension"}``, read by
     :func:`~tabflow.ops.get_embedding_sizes`), ``domain``, ``num_buckets``,
     ``freq_threshold``, ``max_size`` and ``start_index``, and the CATEGORICAL tag (plus LIST
-    for list columns).
+    for list columns); with ``out_path``, also ``cat_path``, the unique-values file.
+
+    Files under ``out_path`` (written at fit time, all under temporary names first and then
+    renamed, so an error never leaves a partial file): per vocabulary ``<name>`` (the
+    column, or ``"a_b"`` for a joint or combo group ``["a", "b"]``),
+
+    - ``categories/unique.<name>.parquet``: one row per vocabulary value and no rows for
+      padding, null or OOV; read with ``pd.read_parquet``, its index is the encoded index
+      (starting at ``2 + num_buckets``, or 3), so ``.loc[code]`` maps a code back to its
+      value. Columns: ``<name>`` (a combo group has one column per input column instead)
+      and ``<name>_size``, the count seen while fitting (absent for user ``vocabs``).
+    - ``categories/meta.<name>.parquet``: rows ``kind`` = pad, null, oov, unique with
+      ``offset`` (first index), ``num_indices`` and, for fitted vocabularies,
+      ``num_observed`` (rows seen while fitting in each range).
+
+    A column or group with no non-null value while fitting gets an empty unique file
+    (NVTabular wrote a single null row there, which no code ever pointed to).
 
     Examples
     --------
@@ -91,6 +136,27 @@ class Categorify(StatOperator):
     (6, {'cardinality': 6, 'dimension': 16})
     >>> cats.op.decode(pd.Series([3, 1, 2]), "c").tolist()
     ['b', <NA>, <NA>]
+
+    With ``out_path`` the vocabulary is also written as NVTabular wrote it:
+
+    >>> import os, tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> wf = nvt.Workflow(["c"] >> ops.Categorify(out_path=out))
+    >>> wf.fit_transform(df)["c"].tolist()
+    [3, 4, 3, 1, 5]
+    >>> sorted(os.listdir(os.path.join(out, "categories")))
+    ['meta.c.parquet', 'unique.c.parquet']
+    >>> pd.read_parquet(os.path.join(out, "categories", "unique.c.parquet"))
+       c  c_size
+    3  b       2
+    4  a       1
+    5  z       1
+    >>> pd.read_parquet(os.path.join(out, "categories", "meta.c.parquet"))
+         kind  offset  num_indices  num_observed
+    0     pad       0            1             0
+    1    null       1            1             1
+    2     oov       2            1             0
+    3  unique       3            3             4
     """
 
     def __init__(
@@ -109,6 +175,10 @@ class Categorify(StatOperator):
         on_host: bool = True,
         na_sentinel: Any = None,
         single_table: bool = False,
+        cardinality_memory_limit: int | str | None = None,
+        tree_width: Any = None,
+        split_out: int | Mapping[str, int] = 1,
+        split_every: int | Mapping[str, int] = 8,
     ) -> None:
         self.freq_threshold = freq_threshold
         self.encode_type = encode_type
@@ -124,6 +194,10 @@ class Categorify(StatOperator):
         self.on_host = on_host
         self.na_sentinel = na_sentinel
         self.single_table = single_table
+        self.cardinality_memory_limit = cardinality_memory_limit
+        self.tree_width = tree_width
+        self.split_out = split_out
+        self.split_every = split_every
 
     # ----------------------------------------------------------------- helpers
     def _units(self, col_selector: ColumnSelector) -> list[_vocab.Unit]:
@@ -192,6 +266,35 @@ class Categorify(StatOperator):
             vocab = self._user_vocab(unit)
             if vocab is not None and (isinstance(vocab, (str, bytes)) or not hasattr(vocab, "__len__")):
                 raise TypeError(f"vocabs[{unit.key!r}] must be a list, array or series of values, got {vocab!r:.60}")
+            for name, minimum in (("split_out", 1), ("split_every", 2)):
+                value = _vocab.per_column(getattr(self, name), unit, minimum)
+                if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+                    raise ValueError(f"{name} for {unit.key!r} must be an integer >= {minimum}, got {value!r}")
+        if self.out_path is not None and not isinstance(self.out_path, (str, os.PathLike)):
+            raise TypeError(f"out_path must be a directory path or None, got {self.out_path!r:.60}")
+        self._memory_limit()  # a malformed limit fails before any data is read
+        if self.tree_width is not None:
+            warnings.warn(
+                "Categorify ignores tree_width (NVTabular 23.08 deprecated it too); "
+                "use split_every for the fan-in of the count merge and split_out for the number of files",
+                FutureWarning,
+                stacklevel=3,
+            )
+
+    def _memory_limit(self) -> int:
+        """``cardinality_memory_limit`` in bytes (default: 12.5% of the machine's memory)."""
+        limit = self.cardinality_memory_limit
+        if limit is None:
+            import psutil  # a dependency of distributed, itself a dependency of tabflow
+
+            return int(psutil.virtual_memory().total * 0.125)
+        try:
+            value = dask.utils.parse_bytes(limit) if isinstance(limit, str) else limit
+        except ValueError:
+            value = None
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"cardinality_memory_limit must be a number of bytes (int or '2GB'), got {limit!r}")
+        return int(value)
 
     # --------------------------------------------------------------------- fit
     def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, Any]:
@@ -204,12 +307,15 @@ class Categorify(StatOperator):
     def combine_partials(self, partials: list[dict[str, Any]]) -> dict[str, Any]:
         merged = {}
         for key, first in partials[0].items():
-            counts = None if first["counts"] is None else _vocab.merge_counts([p[key]["counts"] for p in partials])
+            counts = None
+            if first["counts"] is not None:
+                fan_in = _vocab.per_column(self.split_every, first["unit"], 8)
+                counts = _vocab.merge_counts([p[key]["counts"] for p in partials], fan_in)
             merged[key] = {"unit": first["unit"], "counts": counts}
         return merged
 
     def fit_finalize(self, partial: dict[str, Any]) -> None:
-        vocabs, slots, nulls, encodings, combos = {}, {}, {}, {}, {}
+        vocabs, slots, nulls, encodings, combos, observed = {}, {}, {}, {}, {}, {}
         for key, entry in partial.items():
             unit = entry["unit"]
             n_oov = self._n_oov(unit)
@@ -218,17 +324,47 @@ class Categorify(StatOperator):
                 nulls[key] = 0
             else:
                 counts, nulls[key] = entry["counts"]
+                counts = backend_for(counts).to_host(counts)
+                self._warn_if_large(key, counts)
                 max_size = _vocab.per_column(self.max_size, unit, 0)
                 limit = max_size - 2 - n_oov if max_size else None
                 threshold = _vocab.per_column(self.freq_threshold, unit, 0)
-                vocabs[key] = _vocab.build_vocabulary(backend_for(counts).to_host(counts), threshold, limit)
+                vocabs[key] = _vocab.build_vocabulary(counts, threshold, limit)
+                kept = int(vocabs[key][_vocab.COUNT].sum())
+                observed[key] = (nulls[key], int(counts[_vocab.COUNT].sum()) - kept, kept)
             slots[key] = n_oov
             encodings.update({name: key for name in unit.outputs})
             if unit.combo:
                 combos[key] = list(unit.inputs)
+        if self.out_path is not None:
+            # Written before any fitted state is set: a failed write leaves the op unfitted.
+            self._write_vocabularies(partial, vocabs, slots, observed)
         self.vocabs_, self.oov_slots_, self.null_counts_ = vocabs, slots, nulls
         self.encodings_, self.combo_inputs_ = encodings, combos
         self._tables = {}
+
+    def _warn_if_large(self, key: str, counts: Any) -> None:
+        size = int(counts.memory_usage(deep=True, index=True).sum())
+        limit = self._memory_limit()
+        if size > limit:
+            warnings.warn(
+                f"Categorify: the value counts of {key!r} ({len(counts)} distinct values) take {size} bytes, "
+                f"more than cardinality_memory_limit ({limit} bytes). They are merged and sorted in one "
+                "process; freq_threshold or max_size shrink the vocabulary, HashBucket needs none.",
+                UserWarning,
+                stacklevel=2,
+            )
+
+    def _write_vocabularies(
+        self, partial: dict[str, Any], vocabs: dict[str, Any], slots: dict[str, int], observed: dict[str, tuple]
+    ) -> None:
+        tables, split_out = {}, {}
+        for key, entry in partial.items():
+            unit, n_oov = entry["unit"], slots[key]
+            unique = _vocab_files.unique_table(unit, vocabs[key], n_oov, with_counts=key in observed)
+            tables[key] = (unique, _vocab_files.meta_table(n_oov, len(unique), observed.get(key)))
+            split_out[key] = _vocab.per_column(self.split_out, unit, 1)
+        _vocab_files.write_vocabularies(self.out_path, tables, split_out)
 
     def clear(self) -> None:
         super().clear()
@@ -287,5 +423,7 @@ class Categorify(StatOperator):
             properties["cardinality"] = cardinality
             properties["domain"] = {"min": 0, "max": cardinality - 1, "name": unit.key}
             properties["embedding_sizes"] = {"cardinality": cardinality, "dimension": dimension}
+            if self.out_path is not None:
+                properties["cat_path"] = _vocab_files.unique_path(self.out_path, unit.key)
         return column.with_properties(**properties)
 

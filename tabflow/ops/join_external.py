@@ -20,10 +20,13 @@ _NULLABLE = {"int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64
 class JoinExternal(Operator):
     """Join an external table onto the selected columns, keeping the rows' order.
 
-    The output holds the selected columns followed by the external table's columns
-    (``columns_ext``, or all of them, without its key columns). With ``how="left"`` every
-    row is kept, in its order and with its index; rows without a match get nulls, so the
-    external integer and boolean columns become their nullable (masked) dtypes. With
+    The output holds the selected columns followed by ``columns_ext`` in its order (or all
+    the external table's columns), as in NVTabular: an external key named differently from
+    its input key (``on_ext``) is an output column when it is listed there (or when
+    ``columns_ext`` is None), and a key named like its input key appears once. With
+    ``how="left"`` every row is kept, in its order and with its index; rows without a match
+    get nulls in every external column, keys included, so the external integer and boolean
+    columns become their nullable (masked) dtypes. With
     ``how="inner"`` unmatched rows are dropped: the op changes the number of rows, so apply
     it to every column the rest of the graph needs and build the other features downstream
     of it (``joined = all_columns >> ops.JoinExternal(...)``, then ``joined >> ...``).
@@ -43,7 +46,8 @@ class JoinExternal(Operator):
     on_ext : str or list of str, optional
         Key column(s) of the external table when named differently from ``on``.
     columns_ext : list of str, optional
-        External columns to add (the keys are read in any case).
+        External columns to add, in this order (the keys are read for the join in any
+        case, and added only when listed here).
     drop_duplicates_ext : bool, optional
         Keep only the first external row of each key.
     kind_ext : {"parquet", "csv"}, optional
@@ -61,6 +65,15 @@ class JoinExternal(Operator):
     >>> wf = nvt.Workflow(["item", "user"] >> ops.JoinExternal(items, on="item"))
     >>> wf.fit_transform(pd.DataFrame({"item": [1, 2, 3], "user": [7, 8, 9]}))["price"].tolist()
     [3.0, 9.5, nan]
+
+    A key named differently in the external table is kept when ``columns_ext`` lists it:
+
+    >>> items = items.rename(columns={"item": "item_id"})
+    >>> op = ops.JoinExternal(items, on="item", on_ext="item_id", columns_ext=["item_id", "price"])
+    >>> nvt.Workflow(["item"] >> op).fit_transform(pd.DataFrame({"item": [1, 3]}))
+       item  item_id  price
+    0     1        1    3.0
+    1     3     <NA>    NaN
     """
 
     def __init__(
@@ -86,6 +99,13 @@ class JoinExternal(Operator):
     def _keys(self) -> tuple[list[str], list[str]]:
         left = gs.as_names(self.on)
         return left, gs.as_names(self.on_ext) if self.on_ext is not None else left
+
+    def _ext_columns(self, table: Any) -> list[str]:
+        """External output columns: ``columns_ext`` (or all), less keys named like their input key."""
+        on, on_ext = self._keys()
+        same_name = {r for k, r in zip(on, on_ext) if k == r}
+        names = self.columns_ext if self.columns_ext is not None else list(table.columns)
+        return [name for name in dict.fromkeys(names) if name not in same_name]
 
     def _host_table(self) -> Any:
         """The external table on the host, read once and kept (never part of saved state)."""
@@ -113,11 +133,8 @@ class JoinExternal(Operator):
     def _ext_schema(self) -> Schema:
         backend = get_backend("pandas")
         table = self._host_table()
-        _, on_ext = self._keys()
         columns = []
-        for name in table.columns:
-            if name in on_ext:
-                continue
+        for name in self._ext_columns(table):
             dtype = backend.canonical_dtype(table[name].dtype)
             columns.append(ColumnSchema(str(name), _NULLABLE.get(dtype, dtype) if self.how == "left" else dtype))
         return Schema(columns)
@@ -136,22 +153,31 @@ class JoinExternal(Operator):
             raise ValueError(f"JoinExternal: external column(s) {clashes} are already in the input; rename or drop them")
 
     def _engine_table(self, backend: Any) -> Any:
+        """Join keys under private names, then the output columns in their declared dtypes.
+
+        The keys are copies so that matching can cast them to the data's key dtypes while an
+        external key that is also an output column keeps its own dtype and, in a left join,
+        is null where nothing matched (as pandas' ``merge(left_on=, right_on=)`` gives).
+        """
         prepared = self.__dict__.setdefault("_prepared", {})
         if backend.name not in prepared:
-            table = self._host_table()
+            host = self._host_table()
+            _, on_ext = self._keys()
+            table = host[list(on_ext)].set_axis(_join_keys(len(on_ext)), axis=1)
             for column in self._ext_schema():
-                table = table.assign(**{column.name: get_backend("pandas").astype(table[column.name], column.dtype)})
+                table[column.name] = get_backend("pandas").astype(host[column.name], column.dtype)
             prepared[backend.name] = backend.from_host(table)
         return prepared[backend.name]
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         backend = backend_for(df)
-        on, on_ext = self._keys()
+        on, _ = self._keys()
+        keys = _join_keys(len(on))
         table = self._engine_table(backend)
-        casts = {r: table[r].astype(df[k].dtype) for k, r in zip(on, on_ext) if table[r].dtype != df[k].dtype}
+        casts = {r: table[r].astype(df[k].dtype) for k, r in zip(on, keys) if table[r].dtype != df[k].dtype}
         if casts:
             table = table.assign(**casts)
-        joined = backend.merge_keep_order(df[col_selector.names], table, on, on_ext, how=self.how)
+        joined = backend.merge_keep_order(df[col_selector.names], table, on, keys, how=self.how)
         return joined[[*col_selector.names, *self._ext_schema().column_names]]
 
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
@@ -161,3 +187,7 @@ class JoinExternal(Operator):
 
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
         return Schema([*(input_schema[n] for n in col_selector.names), *self._ext_schema()])
+
+
+def _join_keys(n: int) -> list[str]:
+    return [f"__tabflow_join_key_{i}__" for i in range(n)]

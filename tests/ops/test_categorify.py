@@ -329,3 +329,254 @@ def test_combo_oov_values_hash_into_buckets(rng):
         assert by_key.setdefault(key, code) == code
     _, again = _fit_transform(df, [["a", "b"]] >> ops.Categorify(encode_type="combo", freq_threshold=25, num_buckets=4), 1)
     assert again["a_b"].tolist() == codes
+
+
+# ------------------------------------------------------------- out_path vocabulary files
+def reference_unique(values, name, freq_threshold=0, max_size=0, n_oov=1):
+    """NVTabular's unique.<name>.parquet for ``values``: the vocabulary, index = code."""
+    vocab = reference_vocab(values, freq_threshold, max_size, n_oov)
+    counts = pd.Series(list(values), dtype=object).dropna().value_counts()
+    return pd.DataFrame(
+        {name: list(vocab), f"{name}_size": [int(counts[v]) for v in vocab]},
+        index=pd.RangeIndex(2 + n_oov, 2 + n_oov + len(vocab)),
+    )
+
+
+def reference_meta(values, unique, n_oov=1):
+    nulls = sum(_isnull(v) for v in values)
+    kept = int(unique.iloc[:, -1].sum())
+    return pd.DataFrame({
+        "kind": ["pad", "null", "oov", "unique"],
+        "offset": [0, 1, 2, 2 + n_oov],
+        "num_indices": [1, 1, n_oov, len(unique)],
+        "num_observed": [0, nulls, len(values) - nulls - kept, kept],
+    })
+
+
+def _read_files(out_path, name):
+    folder = out_path / "categories"
+    return pd.read_parquet(folder / f"unique.{name}.parquet"), pd.read_parquet(folder / f"meta.{name}.parquet")
+
+
+def _assert_same_table(written, expected):
+    assert list(written.columns) == list(expected.columns)
+    assert written.index.equals(expected.index)
+    for name in expected.columns:
+        assert _objects(written[[name]])[name].tolist() == _objects(expected[[name]])[name].tolist(), name
+
+
+def _assert_codes_map_back(codes, values, unique, name, n_oov=1):
+    """Every code either is null (1), OOV (2 .. 1 + n_oov) or ``unique.loc[code]`` is its value."""
+    for code, value in zip(codes, values):
+        if _isnull(value):
+            assert code == 1
+        elif code < 2 + n_oov:
+            assert code >= 2 and not (unique[name] == value).any(), (code, value)
+        else:
+            assert unique.loc[code, name] == value, (code, value)
+
+
+@pytest.mark.parametrize(
+    "kwargs, n_oov",
+    [
+        ({}, 1),
+        ({"freq_threshold": 40}, 1),
+        ({"max_size": 9}, 1),
+        ({"freq_threshold": 40, "num_buckets": 4}, 4),
+        ({"max_size": 12, "num_buckets": 5}, 5),
+    ],
+)
+def test_out_path_unique_files_map_codes_to_values(frame, tmp_path, kwargs, n_oov):
+    train, test = frame.iloc[: N // 2], frame.iloc[N // 2 :]
+    # A value never seen while fitting: it must be OOV, never a row of the file.
+    unseen = {"s": pd.Series(["unseen"], dtype="str"), "i": [10**6], "f": [9.5], "m": pd.array([5], dtype="Int64")}
+    test = pd.concat([test, pd.DataFrame(unseen)])
+    wf = nvt.Workflow(["s", "i", "f", "m"] >> ops.Categorify(out_path=str(tmp_path), **kwargs))
+    wf.fit(nvt.Dataset(train, npartitions=3))
+    out = wf.transform(test)
+    for name in ["s", "i", "f", "m"]:
+        values = train[name].astype(object).tolist()
+        unique, meta = _read_files(tmp_path, name)
+        expected = reference_unique(values, name, kwargs.get("freq_threshold", 0), kwargs.get("max_size", 0), n_oov)
+        _assert_same_table(unique, expected)
+        pd.testing.assert_frame_equal(meta, reference_meta(values, expected, n_oov), check_dtype=False)
+        assert unique[f"{name}_size"].dtype == np.int64 and meta["offset"].dtype == np.int64
+        _assert_codes_map_back(out[name], test[name].astype(object), unique, name, n_oov)
+        assert wf.output_schema[name].properties["cardinality"] == 2 + n_oov + len(unique)
+        assert wf.output_schema[name].properties["cat_path"] == str(tmp_path / "categories" / f"unique.{name}.parquet")
+    assert sorted(p.name for p in (tmp_path / "categories").iterdir()) == sorted(
+        f"{kind}.{name}.parquet" for kind in ("unique", "meta") for name in "sifm"
+    )
+
+
+def test_out_path_joint_group_writes_one_shared_vocabulary(tmp_path, rng):
+    df = pd.DataFrame({
+        "a": pd.Series(rng.choice(["x", "y", "z", None], N), dtype="str"),
+        "b": pd.Series(rng.choice(["y", "z", "w"], N, p=[.1, .3, .6]), dtype="str"),
+    })
+    wf, out = _fit_transform(df, [["a", "b"]] >> ops.Categorify(out_path=tmp_path, freq_threshold=2), 4)
+    values = df["a"].astype(object).tolist() + df["b"].astype(object).tolist()
+    unique, meta = _read_files(tmp_path, "a_b")
+    _assert_same_table(unique, reference_unique(values, "a_b", freq_threshold=2))
+    pd.testing.assert_frame_equal(meta, reference_meta(values, unique), check_dtype=False)
+    for name in ["a", "b"]:
+        _assert_codes_map_back(out[name], df[name].astype(object), unique, "a_b")
+    assert not (tmp_path / "categories" / "unique.a.parquet").exists()
+
+
+def test_out_path_combo_group_has_one_column_per_input(tmp_path, rng):
+    df = pd.DataFrame({
+        "a": pd.Series(rng.choice(["x", "y", None], N), dtype="str"),
+        "b": pd.Series(rng.choice([1, 2, 3], N), dtype="Int64").mask(rng.random(N) < 0.2),
+    })
+    node = [["a", "b"]] >> ops.Categorify(encode_type="combo", out_path=tmp_path, num_buckets=2, freq_threshold=100)
+    wf, out = _fit_transform(df, node, 3)
+    pairs = zip(df["a"].astype(object), df["b"].astype(object))
+    keys = [None if _isnull(a) and _isnull(b) else (None if _isnull(a) else a, None if _isnull(b) else b) for a, b in pairs]
+    unique, meta = _read_files(tmp_path, "a_b")
+    assert list(unique.columns) == ["a", "b", "a_b_size"]
+    vocab = reference_vocab(keys, freq_threshold=100, n_oov=2)
+    assert unique.index.tolist() == list(vocab.values())
+    written = [(None if _isnull(a) else a, None if _isnull(b) else int(b)) for a, b in zip(unique["a"], unique["b"])]
+    assert written == list(vocab)
+    counts = pd.Series(keys, dtype=object).dropna().value_counts()
+    assert unique["a_b_size"].tolist() == [counts[k] for k in vocab]
+    nulls, kept = keys.count(None), sum(counts[k] for k in vocab)
+    assert meta["num_observed"].tolist() == [0, nulls, len(keys) - nulls - kept, kept]
+    for key, code in zip(keys, out["a_b"]):
+        if key in vocab:
+            assert written[code - 4] == key and unique.index[code - 4] == code
+        else:
+            assert code in (1, 2, 3)
+
+
+def test_out_path_list_column_and_user_vocabs(tmp_path, rng):
+    lists = [None if i % 11 == 0 else list(rng.choice(["p", "q", "r"], rng.integers(0, 4))) for i in range(N)]
+    df = pd.DataFrame({
+        "tags": pd.Series(lists, dtype=pd.ArrowDtype(pa.list_(pa.string()))),
+        "s": pd.Series(rng.choice(["pear", "apple", "fig"], N), dtype="str"),
+    })
+    node = ["tags", "s"] >> ops.Categorify(out_path=tmp_path, vocabs={"s": ["fig", "pear"]})
+    wf, out = _fit_transform(df, node, 4)
+    flat = [v for row in lists if row is not None for v in row]
+    unique, meta = _read_files(tmp_path, "tags")
+    _assert_same_table(unique, reference_unique(flat, "tags"))
+    for row, codes in zip(lists, out["tags"]):
+        assert [unique.loc[c, "tags"] for c in codes] == (row or [])
+    # User vocabularies have no counts: no size column, no num_observed (as NVTabular).
+    unique, meta = _read_files(tmp_path, "s")
+    assert list(unique.columns) == ["s"] and unique.index.tolist() == [3, 4]
+    assert unique["s"].tolist() == ["fig", "pear"]
+    assert list(meta.columns) == ["kind", "offset", "num_indices"]
+    assert meta["num_indices"].tolist() == [1, 1, 1, 2]
+
+
+def test_out_path_split_out_writes_part_files(frame, tmp_path):
+    node = ["s", "i"] >> ops.Categorify(out_path=tmp_path, split_out={"i": 3})
+    nvt.Workflow(node).fit(nvt.Dataset(frame, npartitions=4))
+    folder = tmp_path / "categories" / "unique.i.parquet"
+    assert sorted(p.name for p in folder.iterdir()) == ["part.0.parquet", "part.1.parquet", "part.2.parquet"]
+    expected = reference_unique(frame["i"].tolist(), "i")
+    parts = [pd.read_parquet(folder / f"part.{k}.parquet") for k in range(3)]
+    pd.testing.assert_frame_equal(pd.concat(parts), expected, check_dtype=False, check_index_type=False)
+    whole = dd.read_parquet(str(folder)).compute()
+    pd.testing.assert_frame_equal(whole, expected, check_dtype=False, check_index_type=False)
+    assert (tmp_path / "categories" / "unique.s.parquet").is_file()
+    # A refit replaces the directory with a file and back, never mixing the two.
+    nvt.Workflow(["i"] >> ops.Categorify(out_path=tmp_path)).fit(frame)
+    assert folder.is_file()
+    _assert_same_table(pd.read_parquet(folder), expected)
+    nvt.Workflow(["i"] >> ops.Categorify(out_path=tmp_path, split_out=2)).fit(frame)
+    assert folder.is_dir() and len(list(folder.iterdir())) == 2
+
+
+def test_out_path_writes_are_atomic(frame, tmp_path, monkeypatch):
+    nvt.Workflow(["s"] >> ops.Categorify(out_path=tmp_path)).fit(frame)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "categories").iterdir()}
+    real = pd.DataFrame.to_parquet
+    calls = []
+
+    def failing(self, *args, **kwargs):
+        calls.append(args[0])
+        if len(calls) == 3:
+            raise OSError("disk full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", failing)
+    op = ops.Categorify(out_path=tmp_path, freq_threshold=500)
+    with pytest.raises(OSError, match="disk full"):
+        nvt.Workflow(["s", "i"] >> op).fit(frame)
+    assert len(calls) == 3
+    # Nothing half-written: the earlier files are intact, no new or temporary file appeared.
+    after = {p.name: p.read_bytes() for p in (tmp_path / "categories").iterdir()}
+    assert after == before
+    assert not op.fitted
+
+
+def test_no_files_without_out_path(frame, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    wf = nvt.Workflow(["s"] >> ops.Categorify()).fit(frame)
+    assert list(tmp_path.iterdir()) == []
+    assert "cat_path" not in wf.output_schema["s"].properties
+
+
+# -------------------------------------------------------- NVTabular 23.08 fitting options
+def test_nvtabular_fitting_keywords_are_accepted_with_its_defaults(frame):
+    op = ops.Categorify()
+    params = op.get_params()
+    names = ["tree_width", "split_out", "split_every", "cardinality_memory_limit"]
+    assert [params[name] for name in names] == [None, 1, 8, None]
+    kwargs = {"split_out": {"s": 2}, "split_every": 3, "cardinality_memory_limit": "10GB"}
+    op = ops.Categorify(**kwargs)
+    assert {k: op.get_params()[k] for k in kwargs} == kwargs
+    wf = nvt.Workflow(["s", "i"] >> op).fit(nvt.Dataset(frame, npartitions=5))
+    expected = nvt.Workflow(["s", "i"] >> ops.Categorify()).fit(frame)
+    pd.testing.assert_frame_equal(wf.transform(frame), expected.transform(frame))
+
+
+def test_tree_width_is_ignored_with_a_future_warning(frame):
+    with pytest.warns(FutureWarning, match="tree_width"):
+        wf = nvt.Workflow(["s"] >> ops.Categorify(tree_width={"s": 4})).fit(frame)
+    values = frame["s"].astype(object).tolist()
+    assert wf.transform(frame)["s"].tolist() == reference_encode(values, reference_vocab(values))
+
+
+@pytest.mark.parametrize("split_every", [2, 3, {"i": 2}])
+def test_split_every_is_the_fan_in_of_the_count_merge(frame, monkeypatch, split_every):
+    from tabflow.ops import _vocab
+
+    sizes = []
+    real = _vocab._sum_counts
+    monkeypatch.setattr(_vocab, "_sum_counts", lambda frames: sizes.append(len(frames)) or real(frames))
+    wf = nvt.Workflow(["i"] >> ops.Categorify(split_every=split_every)).fit(nvt.Dataset(frame, npartitions=16))
+    fan_in = split_every["i"] if isinstance(split_every, dict) else split_every
+    assert sizes and max(sizes) == fan_in
+    values = frame["i"].tolist()
+    assert wf.transform(frame)["i"].tolist() == reference_encode(values, reference_vocab(values))
+
+
+def test_cardinality_memory_limit_warns_about_large_vocabularies(frame):
+    with pytest.warns(UserWarning, match="cardinality_memory_limit"):
+        nvt.Workflow(["s"] >> ops.Categorify(cardinality_memory_limit="24B")).fit(frame)
+    # The default (12.5% of the machine's memory) stays silent on small data.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nvt.Workflow(["s"] >> ops.Categorify(cardinality_memory_limit=10**9)).fit(frame)
+        nvt.Workflow(["s"] >> ops.Categorify()).fit(frame)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"split_out": 0}, ValueError, "split_out for 's'"),
+        ({"split_every": 1}, ValueError, "split_every for 's'"),
+        ({"split_every": {"s": 2.5}}, ValueError, "split_every for 's'"),
+        ({"cardinality_memory_limit": "lots"}, ValueError, "cardinality_memory_limit"),
+        ({"out_path": 3}, TypeError, "out_path"),
+    ],
+)
+def test_bad_fitting_options_are_clear_errors(frame, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        nvt.Workflow(["s"] >> ops.Categorify(**kwargs)).fit(frame)

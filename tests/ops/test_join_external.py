@@ -23,8 +23,9 @@ def items(rng):
     return pd.DataFrame({"item_id": ids, "price": rng.random(50), "brand": rng.integers(0, 5, 50), "name": [f"n{i}" for i in ids]})
 
 
-def _reference(data, items, how):
-    out = data.reset_index().merge(items.rename(columns={"item_id": "item"}), on="item", how=how)
+def _reference(data, items, how, on="item", on_ext="item_id"):
+    """pandas' merge in the data's row order (what NVTabular's transform returns)."""
+    out = data.reset_index().merge(items, left_on=on, right_on=on_ext, how=how)
     return out.sort_values("index", kind="stable").drop(columns="index")
 
 
@@ -35,10 +36,65 @@ def test_matches_merge_and_keeps_order(data, items, how, engine, to_engine):
     out = wf.fit_transform(nvt.Dataset(to_engine(data), npartitions=4)).compute()
     expected = _reference(data, items, how)
     if how == "left":
-        expected = expected.astype({"brand": "Int64"})
-    assert_frame_equal(out, expected[["item", "user", "x", "price", "brand", "name"]], check_dtype=False)
+        expected = expected.astype({"brand": "Int64", "item_id": "Int64"})
+    # All external columns, the differently named key included, after the input columns.
+    assert list(out.columns) == ["item", "user", "x", "item_id", "price", "brand", "name"]
+    assert_frame_equal(out, expected[list(out.columns)], check_dtype=False)
     assert wf.output_schema["brand"].dtype == ("Int64" if how == "left" else "int64")
     assert len(out) == (len(data) if how == "left" else int(data["item"].lt(50).sum()))
+
+
+@pytest.mark.parametrize("how", ["left", "inner"])
+def test_on_ext_key_listed_in_columns_ext_is_an_output_column(data, items, how):
+    op = ops.JoinExternal(items, on="item", on_ext="item_id", columns_ext=["item_id", "price"], how=how)
+    wf = nvt.Workflow(["item", "user"] >> op)
+    out = wf.fit_transform(nvt.Dataset(data, npartitions=3)).compute()
+    expected = _reference(data, items[["item_id", "price"]], how)[["item", "user", "item_id", "price"]]
+    assert list(out.columns) == list(wf.output_schema.column_names) == ["item", "user", "item_id", "price"]
+    # Unmatched rows of a left join hold a null key, as pandas' merge gives (NaN there).
+    assert out["item_id"].isna().tolist() == expected["item_id"].isna().tolist()
+    assert out["item_id"].isna().any() == (how == "left")
+    matched = out["item_id"].notna()
+    assert (out["item_id"][matched] == out["item"][matched]).all()
+    assert_frame_equal(out, expected.astype({"item_id": "Int64"} if how == "left" else {}), check_dtype=False)
+    assert str(out["item_id"].dtype) == wf.output_schema["item_id"].dtype == ("Int64" if how == "left" else "int64")
+
+
+def test_keys_not_in_columns_ext_and_same_name_keys(data, items):
+    op = ops.JoinExternal(items, on="item", on_ext="item_id", columns_ext=["price"])
+    out = nvt.Workflow(["item"] >> op).fit_transform(data)
+    assert list(out.columns) == ["item", "price"]
+    # A key named as in the input appears once, whether listed or not.
+    same = items.rename(columns={"item_id": "item"})
+    for columns_ext in (None, ["item", "brand"], ["brand", "item"]):
+        op = ops.JoinExternal(same, on="item", columns_ext=columns_ext)
+        out = nvt.Workflow(["item", "user"] >> op).fit_transform(data)
+        expected = _reference(data, same, "left", on="item", on_ext="item")
+        names = ["item", "user", *[c for c in (columns_ext or same.columns) if c != "item"]]
+        assert list(out.columns) == names
+        assert_frame_equal(out, expected[names], check_dtype=False)
+
+
+def test_several_keys_with_other_dtypes(rng):
+    n = 200
+    data = pd.DataFrame({
+        "a": rng.integers(0, 4, n).astype("int32"),
+        "b": pd.Series(rng.choice(["u", "v", "w"], n), dtype="str"),
+    })
+    ext = pd.DataFrame({
+        "a_ext": np.repeat(np.arange(3, dtype=np.int64), 2),
+        "b_ext": pd.Series(["u", "v"] * 3, dtype="str"),
+        "score": np.arange(6, dtype=np.float64),
+    })
+    op = ops.JoinExternal(ext, on=["a", "b"], on_ext=["a_ext", "b_ext"], columns_ext=["a_ext", "b_ext", "score"])
+    wf = nvt.Workflow(["a", "b"] >> op)
+    out = wf.fit_transform(nvt.Dataset(data, npartitions=2)).compute()
+    expected = _reference(data, ext, "left", on=["a", "b"], on_ext=["a_ext", "b_ext"])
+    assert list(out.columns) == ["a", "b", "a_ext", "b_ext", "score"]
+    assert_frame_equal(out, expected.astype({"a_ext": "Int64"}), check_dtype=False)
+    # The external key keeps its own dtype (int64, nullable after a left join), not the data's int32.
+    assert wf.output_schema["a_ext"].dtype == str(out["a_ext"].dtype) == "Int64"
+    assert out["a"].dtype == np.int32
 
 
 def test_left_join_keeps_index_and_dtype_per_partition(data, items):

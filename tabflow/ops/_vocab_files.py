@@ -1,0 +1,140 @@
+"""Vocabulary files that :class:`tabflow.ops.Categorify` writes under ``out_path``.
+
+The layout is NVTabular 23.08's, so scripts that read these files keep working. For each
+vocabulary ``NAME`` (a column, or ``"a_b"`` for a joint or combo group):
+
+``<out_path>/categories/unique.NAME.parquet``
+    One row per vocabulary value, in index order, and nothing else: the padding, null and
+    OOV indices have no rows. The frame's index is the encoded index (a ``RangeIndex``
+    starting at ``2 + n_oov``, stored in the file's pandas metadata), so
+    ``pd.read_parquet(path).loc[code]`` is the value of ``code``. Columns: the values
+    (``NAME``; for a combo group one column per input column) and ``NAME_size``, the count
+    seen while fitting (absent for user-given ``vocabs``). With ``split_out > 1`` it is a
+    directory of ``part.0.parquet``, ``part.1.parquet``, ... holding consecutive rows; each
+    part keeps its own index, which ``pd.read_parquet`` on a single part or
+    ``dask.dataframe.read_parquet`` on the directory preserve.
+``<out_path>/categories/meta.NAME.parquet``
+    Four rows, ``kind`` = ``pad``, ``null``, ``oov``, ``unique``, with the first index of
+    each range (``offset``: 0, 1, 2, ``2 + n_oov``), its size (``num_indices``: 1, 1,
+    ``n_oov``, vocabulary size) and, when counts are known, the rows seen while fitting
+    that fall in it (``num_observed``: 0, nulls, values sent to OOV by ``freq_threshold``
+    or ``max_size``, values in the vocabulary).
+
+Every file of one fit is written under a temporary name in the same directory and renamed
+into place only once all of them are complete, so an error leaves the previous files (or
+none), never a truncated one.
+
+Examples
+--------
+>>> import pandas as pd
+>>> from tabflow.ops._vocab import Unit
+>>> from tabflow.ops._vocab_files import unique_table
+>>> vocab = pd.DataFrame({"value": ["b", "a"], "count": [5, 2]})
+>>> unique_table(Unit("c", ("c",), ("c",)), vocab, n_oov=1, with_counts=True)
+   c  c_size
+3  b       5
+4  a       2
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from tabflow.ops._vocab import COUNT, NULL_INDEX, OOV_INDEX, PAD_INDEX, Unit
+
+__all__ = ["STAT_DIR", "unique_table", "meta_table", "unique_path", "write_vocabularies"]
+
+#: Sub-directory of ``out_path`` holding the files (NVTabular's name).
+STAT_DIR = "categories"
+
+
+def unique_path(out_path: str | os.PathLike, key: str) -> str:
+    """Path of the unique-values file (or directory) of vocabulary ``key``."""
+    return os.path.join(os.fspath(out_path), STAT_DIR, f"unique.{key}.parquet")
+
+
+def _meta_path(out_path: str | os.PathLike, key: str) -> str:
+    return os.path.join(os.fspath(out_path), STAT_DIR, f"meta.{key}.parquet")
+
+
+def unique_table(unit: Unit, vocab: pd.DataFrame, n_oov: int, with_counts: bool) -> pd.DataFrame:
+    """A vocabulary table as NVTabular lays it out: value column(s), ``<key>_size``, index = code."""
+    names = list(unit.inputs) if unit.combo else [unit.key]
+    table = pd.DataFrame({name: vocab[value].array for name, value in zip(names, unit.value_columns)})
+    if with_counts:
+        table[f"{unit.key}_size"] = vocab[COUNT].to_numpy(dtype=np.int64)
+    table.index = pd.RangeIndex(OOV_INDEX + n_oov, OOV_INDEX + n_oov + len(table))
+    return table
+
+
+def meta_table(n_oov: int, n_unique: int, observed: tuple[int, int, int] | None) -> pd.DataFrame:
+    """The index ranges of one vocabulary; ``observed`` = (nulls, OOV rows, vocabulary rows)."""
+    meta = {
+        "kind": ["pad", "null", "oov", "unique"],
+        "offset": np.array([PAD_INDEX, NULL_INDEX, OOV_INDEX, OOV_INDEX + n_oov], dtype=np.int64),
+        "num_indices": np.array([1, 1, n_oov, n_unique], dtype=np.int64),
+    }
+    if observed is not None:
+        meta["num_observed"] = np.array([0, *observed], dtype=np.int64)
+    return pd.DataFrame(meta)
+
+
+def write_vocabularies(
+    out_path: str | os.PathLike,
+    tables: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]],
+    split_out: Mapping[str, int],
+) -> dict[str, str]:
+    """Write ``{key: (unique table, meta table)}`` under ``out_path``; return the unique paths.
+
+    A key whose ``split_out`` is above 1 gets a directory of at most that many part files
+    (never more parts than rows, and at least one so that the columns can be read).
+    """
+    directory = os.path.join(os.fspath(out_path), STAT_DIR)
+    os.makedirs(directory, exist_ok=True)
+    # Staging inside the target directory keeps every rename on one file system, where a
+    # rename is atomic.
+    staging = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
+    os.mkdir(staging)
+    try:
+        moves = []
+        for key, (unique, meta) in tables.items():
+            target = unique_path(out_path, key)
+            staged = os.path.join(staging, os.path.basename(target))
+            _write_unique(unique, staged, int(split_out.get(key, 1)))
+            moves.append((staged, target))
+            target = _meta_path(out_path, key)
+            staged = os.path.join(staging, os.path.basename(target))
+            meta.to_parquet(staged, index=False)
+            moves.append((staged, target))
+        for staged, target in moves:
+            _move_into_place(staged, target, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {key: unique_path(out_path, key) for key in tables}
+
+
+def _write_unique(table: pd.DataFrame, path: str, split_out: int) -> None:
+    # index=None stores a RangeIndex as metadata only: readers get the codes back as the
+    # index, with no extra column, as from NVTabular's files.
+    if split_out <= 1:
+        table.to_parquet(path, index=None)
+        return
+    os.mkdir(path)
+    n_parts = max(1, min(split_out, len(table)))
+    bounds = np.linspace(0, len(table), n_parts + 1).astype(np.int64)
+    for part, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
+        table.iloc[start:stop].to_parquet(os.path.join(path, f"part.{part}.parquet"), index=None)
+
+
+def _move_into_place(staged: str, target: str, staging: str) -> None:
+    if os.path.isdir(target) or (os.path.isdir(staged) and os.path.exists(target)):
+        # A directory cannot replace a path in one rename: move the old one aside first;
+        # the staging directory is deleted afterwards, and the old copy with it.
+        os.rename(target, os.path.join(staging, f"old-{uuid.uuid4().hex}"))
+    os.replace(staged, target)

@@ -396,6 +396,7 @@ class DLDataLoader(torch.utils.data.DataLoader):
                 "(worker processes would each read the whole dataset)"
             )
         self._user_collate = collate_fn
+        self._n_inp: int | None = None
         super().__init__(
             dataset, batch_size=None, collate_fn=collate_fn or _identity, pin_memory=pin_memory, num_workers=0, **kwargs
         )
@@ -414,8 +415,20 @@ class DLDataLoader(torch.utils.data.DataLoader):
 
     @property
     def n_inp(self) -> int:
-        """How many leading batch elements are model inputs (fastai splits batches with it)."""
-        return 2 if isinstance(self.dataset, TorchAsyncItr) else 1
+        """How many leading batch elements are model inputs (fastai splits batches with it).
+
+        fastai's rule: every element of a tuple batch but the last. Without a ``collate_fn``
+        that is 2 for ``TorchAsyncItr`` and 1 for ``Loader``; with one (say
+        ``FastaiTransform(loader).transform``, which makes ``Loader`` batches 3-tuples) it
+        is read off one collated batch, once.
+        """
+        if self._n_inp is None:
+            if self._user_collate is None:
+                self._n_inp = 2 if isinstance(self.dataset, TorchAsyncItr) else 1
+            else:
+                batch = self.one_batch()
+                self._n_inp = len(batch) - 1 if isinstance(batch, (tuple, list)) and len(batch) > 1 else 1
+        return self._n_inp
 
     @property
     def bs(self) -> int:

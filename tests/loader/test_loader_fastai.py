@@ -89,3 +89,20 @@ def test_lr_find(learner):
     assert suggestion.valley > 0
     # The interrupted epochs left the loader usable.
     assert sum(len(b[0]) for b in learner.dls.train) == 256
+
+
+def test_n_inp_follows_the_collated_batch(tmp_path):
+    from tabflow.loader.torch import Loader
+
+    _frame(64, 3).to_parquet(tmp_path / "p.parquet")
+    dataset = nvt.Dataset(str(tmp_path), engine="parquet", cpu=True)
+    with Loader(dataset, batch_size=16, cats=CATS, conts=CONTS, labels=["label"]) as loader:
+        assert DLDataLoader(loader).n_inp == 1  # (inputs dict, targets)
+
+        def to_tuple(batch):
+            inputs, y = batch
+            return torch.stack([inputs[c] for c in CATS], 1), torch.stack([inputs[c] for c in CONTS], 1), y.long()
+
+        collated = DLDataLoader(loader, collate_fn=to_tuple)
+        assert collated.n_inp == 2
+        assert loader.num_rows_processed == 0  # read off a separate probe

@@ -1,0 +1,136 @@
+"""tabflow.utils: memory sizes against /proc/meminfo, RMM rounding, the NVML-style helpers."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+import pytest
+import torch
+
+import tabflow.utils
+from tabflow.utils import _pynvml_mem_size, device_mem_size, get_rmm_size, pynvml_mem_size
+
+needs_meminfo = pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="needs Linux /proc/meminfo")
+
+
+def meminfo_bytes(field: str) -> int:
+    """One /proc/meminfo field in bytes, parsed independently of tabflow."""
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """One CUDA device with 3 GiB free of 8 GiB, as PyTorch would report it."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (3 * 2**30, 8 * 2**30))
+
+
+@needs_meminfo
+def test_host_memory_matches_proc_meminfo():
+    assert device_mem_size("total", cpu=True) == meminfo_bytes("MemTotal")
+    # Free memory moves while the test runs: compare within 256 MiB.
+    assert abs(device_mem_size("free", cpu=True) - meminfo_bytes("MemFree")) < 256 * 2**20
+
+
+@needs_meminfo
+def test_without_a_gpu_device_memory_is_host_memory(no_cuda):
+    assert device_mem_size() == device_mem_size(kind="total", cpu=True) == meminfo_bytes("MemTotal")
+
+
+@needs_meminfo
+def test_host_memory_without_psutil(monkeypatch, no_cuda):
+    monkeypatch.setitem(sys.modules, "psutil", None)  # import psutil now raises ImportError
+    assert device_mem_size("total") == meminfo_bytes("MemTotal")
+    assert abs(device_mem_size("free", cpu=True) - meminfo_bytes("MemFree")) < 256 * 2**20
+
+
+def test_host_memory_without_psutil_or_proc_meminfo(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psutil", None)
+    monkeypatch.setattr(tabflow.utils, "_read_meminfo", lambda: {})
+    expected = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert device_mem_size("total", cpu=True) == expected
+
+
+def test_gpu_memory_comes_from_torch(fake_gpu):
+    assert device_mem_size() == device_mem_size("total") == 8 * 2**30
+    assert device_mem_size("free") == 3 * 2**30
+
+
+@needs_meminfo
+def test_cpu_true_ignores_the_gpu(fake_gpu):
+    assert device_mem_size("total", cpu=True) == meminfo_bytes("MemTotal")
+
+
+@pytest.mark.parametrize("call", [lambda: device_mem_size("used"), lambda: device_mem_size("used", cpu=True),
+                                  lambda: pynvml_mem_size("largest")])
+def test_unknown_kind_is_an_error(call):
+    with pytest.raises(ValueError, match="not a supported memory kind"):
+        call()
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 257, 1000, 10**12 + 7, 0.8 * 2**33, 1e9 + 0.5])
+def test_get_rmm_size_rounds_down_to_256_bytes(size):
+    rounded = get_rmm_size(size)
+    assert isinstance(rounded, int)
+    assert rounded == int(size) - int(size) % 256
+    assert rounded % 256 == 0 and 0 <= size - rounded < 256
+
+
+def test_get_rmm_size_of_a_negative_size_is_an_error():
+    with pytest.raises(ValueError, match="negative"):
+        get_rmm_size(-1)
+
+
+def test_pynvml_mem_size_uses_nvml(monkeypatch):
+    calls = []
+    memory = types.SimpleNamespace(total=16 * 2**30, free=5 * 2**30)
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: calls.append("init"),
+        nvmlShutdown=lambda: calls.append("shutdown"),
+        nvmlDeviceGetHandleByIndex=lambda index: calls.append(f"handle {index}") or index,
+        nvmlDeviceGetMemoryInfo=lambda handle: memory,
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    assert pynvml_mem_size("total", index=1) == 16 * 2**30
+    assert _pynvml_mem_size(kind="free") == 5 * 2**30
+    assert calls == ["init", "handle 1", "shutdown", "init", "handle 0", "shutdown"]
+
+
+def test_pynvml_mem_size_falls_back_to_torch(monkeypatch, fake_gpu):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    assert pynvml_mem_size("free") == 3 * 2**30
+    with pytest.raises(RuntimeError, match="no GPU 1"):
+        pynvml_mem_size("total", index=1)
+
+
+def test_pynvml_mem_size_without_any_gpu(monkeypatch, no_cuda):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    with pytest.raises(RuntimeError, match="nvidia-ml-py"):
+        pynvml_mem_size()
+
+
+def test_notebook_style_sizing(no_cuda):
+    # As NVTabular notebooks size an RMM pool or Dask worker limit from the device.
+    pool = get_rmm_size(0.8 * device_mem_size(kind="total"))
+    assert 0 < pool <= device_mem_size(kind="total") and pool % 256 == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_real_gpu_memory():
+    free, total = torch.cuda.mem_get_info()
+    assert device_mem_size("total") == total
+    assert 0 < device_mem_size("free") <= total
+    assert pynvml_mem_size("total") == total

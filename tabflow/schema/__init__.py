@@ -17,48 +17,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from tabflow.schema.tags import Tags
 
 __all__ = ["Tags", "ColumnSchema", "Schema", "SCHEMA_FILENAME", "SCHEMA_FILENAMES"]
 
 SCHEMA_FILENAME = "_schema.json"
 #: Names a schema is looked for under next to data files, in order.
 SCHEMA_FILENAMES = (SCHEMA_FILENAME, "schema.json")
-
-
-class Tags(str, Enum):
-    """Standard column tags (the names NVTabular / Merlin users know).
-
-    Examples
-    --------
-    >>> from tabflow.schema import Tags
-    >>> Tags.CATEGORICAL.value
-    'categorical'
-    """
-
-    CATEGORICAL = "categorical"
-    CONTINUOUS = "continuous"
-    LIST = "list"
-    SEQUENCE = "sequence"
-    TEXT = "text"
-    TIME = "time"
-    ID = "id"
-    USER = "user"
-    ITEM = "item"
-    USER_ID = "user_id"
-    ITEM_ID = "item_id"
-    SESSION_ID = "session_id"
-    CONTEXT = "context"
-    EMBEDDING = "embedding"
-    HASHED = "hashed"
-    TARGET = "target"
-    BINARY_CLASSIFICATION = "binary_classification"
-    MULTI_CLASS_CLASSIFICATION = "multi_class"
-    REGRESSION = "regression"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _name_list(names: str | Iterable[str]) -> list[str]:

@@ -594,7 +594,21 @@ def _union(schemas: list[Schema], origins: list[dict[str, Any]] | None = None) -
 
 
 class DuplicateColumnWarning(UserWarning):
-    """Two branches of a workflow produce the same column name; the first is kept."""
+    """Two branches of a workflow produce the same column name; the first is kept.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> import tabflow as nvt
+    >>> from tabflow import ops
+    >>> df = pd.DataFrame({"x": [-1.0, 2.0]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     out = nvt.Workflow((["x"] >> ops.Clip(min_value=0)) + ["x"]).fit_transform(df)
+    >>> out["x"].tolist(), caught[0].category.__name__
+    ([0.0, 2.0], 'DuplicateColumnWarning')
+    """
 
 
 def _describe_origin(origin: Any) -> str:

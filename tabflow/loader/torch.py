@@ -82,6 +82,11 @@ _SHARED_DOC = """
 
 
 def _check_columns(dataset: Any, names: Sequence[str], role: str) -> list[str]:
+    if isinstance(names, (int, float)) or not (isinstance(names, str) or hasattr(names, "__iter__")):
+        raise TypeError(
+            f"{role} columns must be column names, got {names!r}; the arguments come in NVTabular's "
+            "order (dataset, cats, conts, labels, batch_size, ...): pass batch_size=... by keyword"
+        )
     names = [names] if isinstance(names, str) else list(names)
     schema = dataset.schema
     missing = [n for n in names if n not in schema]

@@ -67,6 +67,8 @@ def test_nvtabular_argument_order_and_defaults(dataset, frame):
         assert len(itr) == NUM_ROWS and next(iter(itr))[0].shape == (1, 2)
     with TorchAsyncItr(dataset, CATS, CONTS, [LABEL], batch_size=8, sparse_names=[], sparse_max={}) as itr:
         assert len(itr) == math.ceil(NUM_ROWS / 8)
+    with pytest.raises(TypeError, match=r"categorical columns must be column names, got 64.*batch_size=\.\.\. by keyword"):
+        TorchAsyncItr(dataset, 64, CATS, CONTS)
 
 
 @pytest.mark.parametrize("sparse", [{"sparse_names": ["tags"]}, {"sparse_max": {"tags": 4}}, {"sparse_as_dense": True}])

@@ -113,9 +113,18 @@ class PandasBackend:
 
         An ``object`` result is looked into: lists (``col.str.split("|")``) make a list
         column, as they become when the op's output is used.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> pandas = get_backend("pandas")
+        >>> pandas.observed_dtype(pd.Series(["a|b", "c"]).str.split("|")), pandas.observed_dtype([1.5])
+        ('list<string>', 'float64')
         """
         if isinstance(values, pd.Series) and values.dtype == object:
-            return self.canonical_dtype(self.with_list_columns(values.to_frame())[values.name].dtype)
+            frame = self.with_list_columns(values.to_frame())
+            return self.canonical_dtype(frame.dtypes.iloc[0])  # the series may be unnamed
         dtype = getattr(values, "dtype", None)
         return self.canonical_dtype(dtype if dtype is not None else np.asarray(values).dtype)
 
@@ -185,7 +194,12 @@ class PandasBackend:
                 converted[name] = pd.Series(
                     pd.arrays.ArrowExtensionArray(_portable_list(pa.array(values))), index=frame.index, name=name
                 )
-        return frame.assign(**converted) if converted else frame
+        if not converted:
+            return frame
+        out = frame.copy(deep=False)  # column labels need not be strings (assign(**) would need them)
+        for name, series in converted.items():
+            out[name] = series
+        return out
 
     # ------------------------------------------------------------- list columns
     def list_values_offsets(self, series: pd.Series) -> tuple[np.ndarray, np.ndarray]:

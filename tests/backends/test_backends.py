@@ -246,3 +246,12 @@ def test_from_arrow_keeps_plain_numeric_columns_as_views():
     assert frame["n"].isna().tolist() == [False, True, False] and frame["c"].tolist() == [1, 2, 3]
     planned_wider = backend.from_arrow(table.select(["i"]), {"i": "float64"})
     assert str(planned_wider["i"].dtype) == "float64" and planned_wider["i"].tolist() == [1.0, 2.0, 3.0]
+
+
+def test_lists_from_user_functions_are_observed_whatever_the_labels():
+    pandas = get_backend("pandas")
+    unnamed = pd.Series([["a"], ["b", "c"]])  # a user function may return an unnamed series
+    assert unnamed.name is None and pandas.observed_dtype(unnamed) == "list<string>"
+    frame = pandas.with_list_columns(pd.DataFrame({0: [[1], [2, 3]], "n": [1, 2]}))
+    assert pandas.canonical_dtype(frame[0].dtype) == "list<int64>" and frame[0].tolist()[1] == [2, 3]
+    assert frame["n"].tolist() == [1, 2]

@@ -27,10 +27,9 @@ from typing import Any, Callable, Sequence
 
 # The scripts run as files (python benchmarks/x.py) and are also loaded by path in tests.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import rss_mb  # noqa: E402
+from _common import criteo_data, rss_mb  # noqa: E402
 
 TARGET_RATIO = 3.0
-_DATA_MARKER = "_GENERATED"
 
 
 # ------------------------------------------------------------------------------ workflows
@@ -171,19 +170,7 @@ def _forwarded_arguments(options: argparse.Namespace) -> list[str]:
 
 def ensure_data(options: argparse.Namespace) -> str:
     """Generate the input parquet unless the work directory already holds the same data."""
-    from tabflow.datasets import write_criteo
-
-    directory = os.path.join(options.workdir, f"criteo-{options.rows}rows-{options.files}files-seed{options.seed}")
-    marker = os.path.join(directory, _DATA_MARKER)
-    if os.path.exists(marker):
-        return directory
-    shutil.rmtree(directory, ignore_errors=True)
-    print(f"generating {options.rows:,} rows into {directory} (not timed) ...", flush=True)
-    write_criteo(directory, options.rows, num_files=options.files, seed=options.seed, progress=options.progress)
-    # Written last: a directory without it is an interrupted generation, never reused.
-    with open(marker, "w", encoding="utf-8") as handle:
-        handle.write("complete\n")
-    return directory
+    return criteo_data(options.workdir, options.rows, options.files, seed=options.seed, progress=options.progress)
 
 
 # ------------------------------------------------------------------------------- report
@@ -230,6 +217,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workflow", choices=sorted(WORKFLOWS), default="categorify")
     parser.add_argument("--freq-threshold", type=int, default=15, help="Categorify frequency threshold")
     parser.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto", help="tabflow engine")
+    parser.add_argument("--gpu", dest="device", action="store_const", const="gpu", help="same as --device gpu (cuDF)")
+    parser.add_argument("--cpu", dest="device", action="store_const", const="cpu", help="same as --device cpu (pandas)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--progress", action="store_true", help="show a progress bar while generating data")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)

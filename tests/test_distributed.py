@@ -81,3 +81,38 @@ def test_to_iter_converts_partitions_computed_by_the_cluster(cluster, data_dir):
         sums = list(ds.to_iter(columns=["rid"], indices=[3, 0], convert=lambda frame: int(frame["rid"].sum())))
         parts = list(ds.to_iter(columns=["rid"], indices=[3, 0]))
     assert sums == [int(p["rid"].sum()) for p in parts] and len(sums) == 2
+
+
+@pytest.mark.gpu
+def test_local_cuda_cluster_matches_the_local_gpu_run(data_dir, tmp_path):
+    from tabflow.backends import gpu_available
+
+    if not gpu_available():
+        pytest.skip("cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install 'tabflow[gpu]')")
+    dask_cuda = pytest.importorskip("dask_cuda")
+
+    def run(out, client=None):
+        wf = _workflow()
+        wf.client = client
+        ds = nvt.Dataset(str(data_dir), engine="parquet", part_size=1, client=client, cpu=False)
+        assert ds.engine == "cudf"
+        wf.fit(ds)
+        wf.transform(ds).to_parquet(str(out), output_files=4, shuffle=Shuffle.PER_WORKER, seed=3)
+        stats = [(op.means_, op.stds_) for op in wf.ops if isinstance(op, ops.Normalize)]
+        return stats, [pq.read_table(f).to_pandas() for f in sorted(out.glob("*.parquet"))]
+
+    local = run(tmp_path / "local")
+    with dask_cuda.LocalCUDACluster(n_workers=1, dashboard_address=":0", silence_logs=40) as cluster, \
+            distributed.Client(cluster) as client:
+        on_cluster = run(tmp_path / "cluster", client=client)
+        assert len(client.scheduler_info()["workers"]) == 1
+    left_stats, right_stats = local[0], on_cluster[0]
+    for (lm, ls), (rm, rs) in zip(left_stats, right_stats):
+        assert lm == pytest.approx(rm, rel=1e-12) and ls == pytest.approx(rs, rel=1e-12)
+    assert len(local[1]) == len(on_cluster[1]) == 4
+    for a, b in zip(local[1], on_cluster[1]):
+        pd.testing.assert_frame_equal(a, b)
+    # The same statistics as the pandas engine.
+    cpu = _run(data_dir, tmp_path / "cpu")
+    for (lm, ls), (cm, cs) in zip(left_stats, cpu[0]):
+        assert lm == pytest.approx(cm, rel=1e-9) and ls == pytest.approx(cs, rel=1e-9)

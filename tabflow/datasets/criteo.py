@@ -28,7 +28,9 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
 import numpy as np
@@ -161,6 +163,7 @@ def write_criteo(
     row_group_size: int | None = None,
     progress: bool = False,
     chunk_rows: int = _DEFAULT_CHUNK_ROWS,
+    num_workers: int = 1,
 ) -> list[str]:
     """Write a Criteo-like click log to ``num_files`` files, generating it chunk by chunk.
 
@@ -191,6 +194,10 @@ def write_criteo(
         Show a tqdm progress bar over rows.
     chunk_rows : int, optional
         Rows generated at a time (memory knob; does not change the data).
+    num_workers : int, default 1
+        Files written at the same time, each by its own thread (random draws, array maths,
+        Arrow conversion and parquet writing release the GIL for most of their work). The
+        files are identical whatever the number; memory grows to one chunk per worker.
 
     Returns
     -------
@@ -215,25 +222,34 @@ def write_criteo(
         raise ValueError(f"row_group_size must be positive, got {row_group_size!r}")
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be positive, got {chunk_rows!r}")
+    if not isinstance(num_workers, (int, np.integer)) or num_workers < 1:
+        raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
     output_dir = os.fspath(output_dir)
     os.makedirs(output_dir, exist_ok=True)
     bar = _progress_bar(num_rows) if progress else None
-    paths = []
+    jobs = []
+    for k in range(num_files):
+        start, stop = k * num_rows // num_files, (k + 1) * num_rows // num_files
+        if format == "parquet":
+            path = os.path.join(output_dir, f"part_{k}.parquet")
+            jobs.append((path, functools.partial(_write_parquet_file, path, start, stop, seed, cardinality_scale,
+                                                 row_group_size, chunk_rows, bar)))
+        else:
+            path = os.path.join(output_dir, f"day_{k}")
+            jobs.append((path, functools.partial(_write_text_file, path, start, stop, seed, cardinality_scale, chunk_rows, bar)))
     try:
-        for k in range(num_files):
-            start, stop = k * num_rows // num_files, (k + 1) * num_rows // num_files
-            if format == "parquet":
-                path = os.path.join(output_dir, f"part_{k}.parquet")
-                _write_parquet_file(path, start, stop, seed, cardinality_scale, row_group_size, chunk_rows, bar)
-            else:
-                path = os.path.join(output_dir, f"day_{k}")
-                _write_text_file(path, start, stop, seed, cardinality_scale, chunk_rows, bar)
-            paths.append(path)
+        if num_workers == 1 or len(jobs) == 1:
+            for _path, job in jobs:
+                job()
+        else:
+            with ThreadPoolExecutor(max_workers=min(int(num_workers), len(jobs)), thread_name_prefix="tabflow-criteo") as pool:
+                for future in [pool.submit(job) for _path, job in jobs]:
+                    future.result()
     finally:
         if bar is not None:
             bar.close()
     _write_schema(output_dir)
-    return paths
+    return [path for path, _job in jobs]
 
 
 # ------------------------------------------------------------------------------ writing

@@ -9,10 +9,17 @@ the chunk to the target device. The consuming thread cuts batches as views of th
 tensors; rows left at the end of a chunk are joined with the start of the next one, so every
 batch is full except possibly the last. Host memory of chunks is recycled
 (:mod:`tabflow.loader._memory`) once the consumer holds no batch of them.
+
+Bound for a GPU, columns are converted into pinned host memory, each chunk is copied to the
+device once, asynchronously on the loader thread's own CUDA stream, and its rows are permuted
+there; the stream is synchronised before the chunk is queued, and the consumer's stream is
+recorded on the chunk's tensors so their memory is not reused while its kernels still read
+them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -57,31 +64,63 @@ def _produce(dataset: Any, columns: Sequence[str], plan: Sequence[ChunkSpec], bu
     # shuffled as tensors (one row gather per stacked tensor). Chunks with list columns are
     # shuffled as frames, which keeps each row's list together, then converted here.
     dense = getattr(builder, "dense_only", False)
-    convert = functools.partial(builder, allocate=memory.empty) if dense else None
+    convert = functools.partial(_convert, builder, allocate=memory.empty, device=device) if dense else None
     source = dataset.to_iter(columns=list(columns), indices=order, prefetch=2, convert=convert)
+    # The GPU work of this thread (copies, joins, the shuffle) runs on a stream of its own, so
+    # it overlaps with the consumer's kernels on theirs.
     stream = torch.cuda.Stream(device) if device.type == "cuda" else None
     try:
         for spec in plan:
             parts = [next(source) for _ in spec.partitions]
             rows = spec.start + chunk_permutation(seed, rank, spec)[spec.skip :] if shuffle else None
-            if dense:
-                chunk = cat_chunks(parts, allocate=memory.empty)
-                if rows is None:
-                    chunk = slice_chunk(chunk, spec.start + spec.skip, spec.stop)
+            with _on_stream(stream):
+                if dense:
+                    chunk = cat_chunks(parts, allocate=memory.empty)
+                    if device.type == "cuda":
+                        # One copy of the unshuffled chunk to the GPU, then the row gather
+                        # there: the host never makes the shuffled copy.
+                        chunk = chunk_to_device(chunk, device)
+                    if rows is None:
+                        chunk = slice_chunk(chunk, spec.start + spec.skip, spec.stop)
+                    else:
+                        chunk = take_rows(chunk, rows, allocate=memory.empty)
+                    chunk = chunk_to_device(chunk, device)
                 else:
-                    chunk = take_rows(chunk, rows, allocate=memory.empty)
-            else:
-                backend = backend_for(parts[0])
-                frame = backend.concat_rows(parts) if len(parts) > 1 else parts[0]
-                if rows is None:
-                    chunk = builder(backend.slice_rows(frame, spec.start + spec.skip, spec.stop))
-                else:
-                    chunk = builder(backend.take_rows(frame, rows))
+                    backend = backend_for(parts[0])
+                    frame = backend.concat_rows(parts) if len(parts) > 1 else parts[0]
+                    if rows is None:
+                        chunk = builder(backend.slice_rows(frame, spec.start + spec.skip, spec.stop))
+                    else:
+                        chunk = builder(backend.take_rows(frame, rows))
+                    chunk = chunk_to_device(chunk, device)
             del parts  # the unshuffled tensors go back to the pool as soon as possible
-            chunk = chunk_to_device(chunk, device, stream)
+            if stream is not None:
+                # Complete before the consumer's stream reads it (and before pinned host
+                # buffers of this chunk can be handed out again).
+                stream.synchronize()
             yield chunk, spec.num_rows
     finally:
         source.close()
+
+
+def _convert(builder: Callable, frame: Any, allocate: Callable, device: torch.device) -> dict:
+    """Run ``builder`` in a reading thread; tensors it makes on a GPU are complete on return.
+
+    A cuDF frame's columns reach torch through DLPack, on the stream current in this thread;
+    the tensors are then used by the loader thread on another stream, so the work is
+    finished here rather than ordered by events across threads.
+    """
+    if device.type != "cuda":
+        return builder(frame, allocate=allocate)
+    stream = torch.cuda.Stream(device)
+    with torch.cuda.stream(stream):
+        chunk = builder(frame, allocate=allocate)
+    stream.synchronize()
+    return chunk
+
+
+def _on_stream(stream: Any) -> Any:
+    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
 
 
 class ChunkLoader(torch.utils.data.IterableDataset):
@@ -126,7 +165,9 @@ class ChunkLoader(torch.utils.data.IterableDataset):
         self._prefetcher: Prefetcher | None = None
         self._stream: Iterator[dict] | None = None
         # Host memory of chunks, recycled once the consumer has dropped every batch of them.
-        self._memory = ArrayPool()
+        # Pinned when bound for a GPU: columns are converted straight into memory that the
+        # copy engine reads asynchronously.
+        self._memory = ArrayPool(pin_memory=self.device.type == "cuda")
 
     # ------------------------------------------------------------------ sizes
     @property

@@ -16,7 +16,6 @@ Examples
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -123,32 +122,29 @@ def _tensors(chunk: Chunk):
             yield column
 
 
-def chunk_to_device(chunk: Chunk, device: torch.device, stream: Any = None) -> dict[str, Any]:
-    """Move a chunk to ``device``.
+def chunk_to_device(chunk: Chunk, device: torch.device) -> dict[str, Any]:
+    """Move a chunk to ``device``, on the current CUDA stream.
 
-    Host tensors headed for a GPU are pinned and copied asynchronously on ``stream`` (a side
-    stream owned by the loader thread); the stream is synchronised before returning so the
-    consumer may use the tensors on any stream.
+    Host tensors headed for a GPU are copied asynchronously (``non_blocking``) from pinned
+    memory; a tensor that is not pinned yet is first copied into pinned memory. The caller
+    synchronises the stream before handing the result to another thread.
     """
 
     def move(tensor: torch.Tensor) -> torch.Tensor:
         if tensor.device == device:
             return tensor
         if device.type == "cuda" and tensor.device.type == "cpu":
-            return tensor.pin_memory().to(device, non_blocking=True)
-        return tensor.to(device, non_blocking=device.type == "cuda")
+            if not tensor.is_pinned():
+                tensor = tensor.pin_memory()
+            return tensor.to(device, non_blocking=True)
+        return tensor.to(device)
 
     if all(t.device == device for t in _tensors(chunk)):
         return dict(chunk)
-    context = torch.cuda.stream(stream) if stream is not None else nullcontext()
-    with context:
-        out = {
-            name: Ragged(move(c.values), move(c.offsets), c.host_offsets) if isinstance(c, Ragged) else move(c)
-            for name, c in chunk.items()
-        }
-    if stream is not None:
-        stream.synchronize()
-    return out
+    return {
+        name: Ragged(move(c.values), move(c.offsets), c.host_offsets) if isinstance(c, Ragged) else move(c)
+        for name, c in chunk.items()
+    }
 
 
 def record_stream(chunk: Chunk) -> None:

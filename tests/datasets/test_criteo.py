@@ -145,3 +145,17 @@ def test_planted_signal_is_learnable():
     model.fit(features(train), train["label"])
     auc = roc_auc_score(valid["label"], model.predict_proba(features(valid))[:, 1])
     assert auc > 0.7
+
+
+def test_files_written_by_several_threads_are_identical(tmp_path):
+    serial = write_criteo(tmp_path / "serial", 30_000, num_files=4, seed=2, chunk_rows=5_000)
+    threaded = write_criteo(tmp_path / "threaded", 30_000, num_files=4, seed=2, chunk_rows=5_000, num_workers=3)
+    assert [os.path.basename(p) for p in threaded] == [os.path.basename(p) for p in serial]
+    for a, b in zip(serial, threaded):
+        assert pq.read_table(a).equals(pq.read_table(b))
+
+
+@pytest.mark.parametrize("num_workers", [0, -1, 1.5])
+def test_num_workers_must_be_a_positive_integer(tmp_path, num_workers):
+    with pytest.raises(ValueError, match="num_workers"):
+        write_criteo(tmp_path, 10, num_workers=num_workers)

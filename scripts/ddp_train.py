@@ -11,9 +11,17 @@ the same number of steps over disjoint rows::
 from __future__ import annotations
 
 import argparse
+import os
+import time
 
 import torch
 import torch.distributed as dist
+
+# Imported before init_process_group on purpose. DDP imports it on first use (through
+# torch.distributed._shard), and its functions' default argument `group=group.WORLD`,
+# evaluated then, would hold the world process group, and with it gloo's worker threads,
+# for the rest of the process: destroy_process_group() could not stop them (see main).
+import torch.distributed.nn  # noqa: F401
 from torch.nn.parallel import DistributedDataParallel
 
 import tabflow as nvt
@@ -84,7 +92,45 @@ def main() -> None:
         assert len(every) == len(set(every)) == (dataset.num_rows // world) * world, "rank shares overlap"
     if rank == 0:
         print(f"ddp ok: world={world} steps_per_rank={steps} rows={sum(int(c[1]) for c in counts)} loss={loss.item():.4f}")
+
+    # Stop gloo's worker threads before returning. A worker drops each collective's tensors
+    # after the collective completes, which takes the GIL; if the interpreter has begun
+    # shutting down by then, CPython ends the thread inside a C++ destructor and the process
+    # aborts ("terminate called without an active exception"). The process group joins its
+    # workers when its last reference goes: DDP holds one, the registry the others.
+    del model, optimizer
     dist.destroy_process_group()
+    _check_gloo_workers_stopped()
+
+
+def _gloo_worker_threads() -> int:
+    """Live threads named by gloo's process group workers (Linux names threads; else 0)."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 0
+    count = 0
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                count += f.read().strip() == "pt_gloo_runloop"
+        except OSError:  # ended meanwhile
+            pass
+    return count
+
+
+def _check_gloo_workers_stopped(timeout_s: float = 5.0) -> None:
+    """Fail plainly, rather than by a rare abort at exit, if the process group outlives us."""
+    deadline = time.monotonic() + timeout_s
+    # A joined thread can stay listed for an instant while the kernel reaps it.
+    while _gloo_worker_threads():
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                "gloo worker threads are still running after destroy_process_group(): something "
+                "still references the process group, and a worker that releases a tensor once "
+                "interpreter shutdown has begun aborts the process"
+            )
+        time.sleep(0.01)
 
 
 if __name__ == "__main__":

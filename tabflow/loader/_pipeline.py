@@ -19,16 +19,18 @@ them.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import math
+import weakref
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
 from tabflow.backends import backend_for
 from tabflow.loader._memory import ArrayPool
-from tabflow.loader._plan import ChunkSpec, chunk_permutation, default_epoch_seed, plan_epoch, rank_share, skip_rows
+from tabflow.loader._plan import ChunkSpec, chunk_permutation, default_epoch_seed, epoch_seed, plan_epoch, rank_share, skip_rows
 from tabflow.loader._prefetch import Prefetcher
 from tabflow.loader._ranks import resolve_ranks
 from tabflow.loader._tensors import cat_chunks, chunk_to_device, record_stream, slice_chunk, take_rows
@@ -37,6 +39,29 @@ __all__ = ["ChunkLoader", "resolve_device"]
 
 _QUEUE_CHUNKS = 2
 _STATE_VERSION = 1
+
+# Loaders with an epoch in progress, stopped at interpreter exit (see _stop_running_loaders).
+_RUNNING: weakref.WeakSet[ChunkLoader] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_running_loaders() -> None:
+    """Stop the loader threads of epochs never finished nor shut down, before finalisation.
+
+    The loader thread is a daemon, so the interpreter does not wait for it and starts
+    finalising while it may be inside a torch op that released the GIL. When the op returns,
+    the thread takes the GIL back from the destructor of torch's GIL guard; during
+    finalisation CPython ends such a thread on the spot (``pthread_exit``), which cannot
+    unwind a C++ destructor: the process aborts with "terminate called without an active
+    exception". atexit functions run while the interpreter is still whole, and this one is
+    registered after torch is imported, so it runs before the exit functions torch registers
+    on import. Only the threads are stopped: a daemon thread of the user's may still be
+    inside the loader's batch generator, which cannot be closed from here.
+    """
+    for loader in list(_RUNNING):
+        prefetcher = loader._prefetcher
+        if prefetcher is not None:
+            prefetcher.shutdown()
 
 
 def resolve_device(device: Any, engine: str) -> torch.device:
@@ -181,7 +206,9 @@ class ChunkLoader(torch.utils.data.IterableDataset):
 
     # -------------------------------------------------------------- iteration
     def _epoch_seed(self, epoch: int) -> int:
-        return int(self.seed_fn()) if self.seed_fn is not None else default_epoch_seed(epoch)
+        # The epoch is mixed into the user's seed so that a constant seed_fn (the usual way to
+        # make ranks agree) still gives a new order every epoch.
+        return epoch_seed(self.seed_fn(), epoch) if self.seed_fn is not None else default_epoch_seed(epoch)
 
     def __iter__(self) -> "ChunkLoader":
         # Every iter() starts an epoch (or the resumed one): an epoch left after a `break` is
@@ -192,6 +219,8 @@ class ChunkLoader(torch.utils.data.IterableDataset):
             self._resume = None
         else:
             epoch, seed, done = self._epoch, None, 0
+        # A resumed epoch keeps the seed saved with it (already mixed with its epoch), so it
+        # continues in the saved order whatever seed_fn returns now.
         seed = self._epoch_seed(epoch) if seed is None else seed
         self._epoch = epoch + 1
         self._current = (epoch, seed)
@@ -203,6 +232,7 @@ class ChunkLoader(torch.utils.data.IterableDataset):
         args = (self.dataset, self._columns, plan, self._builder, self.shuffle, seed, self.global_rank, self.device, self._memory)
         self._prefetcher = Prefetcher(lambda: _produce(*args), depth=_QUEUE_CHUNKS)
         self._stream = self._batches(self._prefetcher)
+        _RUNNING.add(self)
         return self
 
     def __next__(self) -> Any:
@@ -254,8 +284,10 @@ class ChunkLoader(torch.utils.data.IterableDataset):
     def state_dict(self) -> dict[str, Any]:
         """Where the loader stands: the epoch, its seed and the batches already delivered.
 
-        Loading it into a new loader over the same data continues at the next batch, with the
-        order an uninterrupted run would have had.
+        ``seed`` is the seed the epoch's order was drawn from (``seed_fn``'s value already
+        mixed with the epoch), or None between epochs, where the next epoch's seed is not
+        drawn yet. Loading the state into a new loader over the same data continues at the
+        next batch, with the order an uninterrupted run would have had.
         """
         if self._stream is not None and self._current is not None:
             epoch, seed = self._current
@@ -300,6 +332,7 @@ class ChunkLoader(torch.utils.data.IterableDataset):
             stream.close()
         if prefetcher is not None:
             prefetcher.shutdown()
+        _RUNNING.discard(self)
 
     def shutdown(self) -> None:
         """Stop the background thread of the epoch in progress (if any), wait for it, and

@@ -6,6 +6,8 @@ rows; rank ``r`` owns positions ``[r * share, (r + 1) * share)`` and the last
 ``N % global_size`` rows are not used that epoch. A rank reads only the partitions that
 overlap its share, ``parts_per_chunk`` at a time; each chunk is trimmed to the share and, when
 shuffling, its rows are permuted with a generator seeded from (epoch seed, rank, chunk).
+The epoch seed is :func:`default_epoch_seed` of the epoch, or :func:`epoch_seed` of the
+user's seed and the epoch.
 
 Examples
 --------
@@ -21,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["ChunkSpec", "plan_epoch", "skip_rows", "chunk_permutation", "default_epoch_seed", "rank_share"]
+__all__ = ["ChunkSpec", "plan_epoch", "skip_rows", "chunk_permutation", "default_epoch_seed", "epoch_seed", "rank_share"]
 
 # Base of the internal seed sequence: fixed so that ranks in separate processes agree on the
 # partition order without communicating.
@@ -68,6 +70,41 @@ def default_epoch_seed(epoch: int) -> int:
     True
     """
     return int(np.random.SeedSequence([_BASE_SEED, int(epoch)]).generate_state(1)[0])
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """Seed of ``epoch`` from a user's ``seed`` (what ``seed_fn`` returned).
+
+    The two are mixed by NumPy's ``SeedSequence(seed, spawn_key=(epoch,))``, the child
+    ``epoch`` of ``seed`` (``SeedSequence(seed).spawn(n)[epoch]``): a constant seed gives a
+    new order every epoch, and neighbouring seeds or epochs give unrelated values. The epoch
+    is kept apart from the seed rather than appended to it: ``SeedSequence([seed, epoch])``
+    reads both as one run of 32-bit words, so ``(5 + 7 * 2**32, 0)`` and ``(5, 7)`` collide.
+
+    Parameters
+    ----------
+    seed : int
+        A non-negative integer (a 0-d integer tensor or NumPy scalar is accepted).
+    epoch : int
+
+    Returns
+    -------
+    int
+        A 64-bit seed, the same in every process given the same arguments.
+
+    Examples
+    --------
+    >>> from tabflow.loader._plan import epoch_seed
+    >>> epoch_seed(1234, 0) == epoch_seed(1234, 0)
+    True
+    >>> len({epoch_seed(1234, 0), epoch_seed(1234, 1), epoch_seed(1235, 0), epoch_seed(1235, 1)})
+    4
+    """
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"seed_fn must return a non-negative integer, got {seed}")
+    state = np.random.SeedSequence(seed, spawn_key=(int(epoch),)).generate_state(1, np.uint64)
+    return int(state[0])
 
 
 def plan_epoch(

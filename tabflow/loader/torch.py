@@ -54,9 +54,15 @@ _SHARED_DOC = """
     shuffle : bool
         Each epoch, shuffle the partition order and the rows inside each chunk.
     seed_fn : callable, optional
-        Called once at the start of every epoch; returns that epoch's seed. In a data-parallel
-        job it must return the same value on every rank. Without it, epoch ``e`` uses a fixed
-        seed derived from ``e`` (reproducible, and identical on all ranks).
+        Called once at the start of every epoch; returns a non-negative integer that is
+        mixed with the epoch number into the epoch's seed (NumPy's
+        ``SeedSequence(seed, spawn_key=(epoch,))``). So ``seed_fn=lambda: 1234`` gives a
+        different order every epoch and the same orders in every run, and seeds returned
+        for consecutive epochs may be consecutive numbers without repeating an order. In a
+        data-parallel job it must return the same value on every rank, which then all cut
+        their shares from the same global order. Without it, epoch ``e`` uses a fixed seed
+        derived from ``e`` (reproducible, and identical on all ranks). An epoch resumed with
+        ``load_state_dict`` keeps the seed saved with it; ``seed_fn`` is not called for it.
     parts_per_chunk : int
         Partitions concatenated (and shuffled together) per chunk. Memory holds up to about
         eight chunks' worth: one being cut into batches, two queued, one being shuffled (its

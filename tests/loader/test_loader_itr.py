@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 import tabflow as nvt
+from tabflow.loader._plan import default_epoch_seed
 from tabflow.loader.torch import TorchAsyncItr
 
 from loader_data import CATS, CONTS, LABEL, NUM_ROWS, write_dataset
@@ -135,16 +137,62 @@ def test_every_row_once_per_epoch(dataset, parts_per_chunk, batch_size, drop_las
         assert orders[0] != orders[1] != orders[2]
 
 
-def test_shuffle_is_reproducible_and_seed_fn_is_used(dataset):
-    def epoch_ids(itr):
-        return torch.cat([b[0][:, 0] for b in itr]).tolist()
+def _epochs(itr, n):
+    """Row ids of ``n`` epochs and the seed each was drawn from (read from ``state_dict``)."""
+    orders, seeds = [], []
+    for _ in range(n):
+        ids = []
+        for batch in itr:
+            if not ids:
+                seeds.append(itr.state_dict()["seed"])
+            ids += batch[0][:, 0].tolist()
+        orders.append(ids)
+    return orders, seeds
 
-    first, second = _itr(dataset, shuffle=True), _itr(dataset, shuffle=True)
-    assert [epoch_ids(first) for _ in range(2)] == [epoch_ids(second) for _ in range(2)]
-    seeds = iter([5, 5, 6])
-    seeded = _itr(dataset, shuffle=True, seed_fn=lambda: next(seeds))
-    a, b, c = epoch_ids(seeded), epoch_ids(seeded), epoch_ids(seeded)
-    assert a == b != c
+
+def _mixed(seed, epoch):
+    # The documented mix, spelled out with NumPy alone: child `epoch` of `seed`.
+    return int(np.random.SeedSequence(seed).spawn(epoch + 1)[epoch].generate_state(1, np.uint64)[0])
+
+
+def test_default_shuffle_is_reproducible_and_new_each_epoch(dataset):
+    orders, seeds = _epochs(_itr(dataset, shuffle=True), 3)
+    assert (orders, seeds) == _epochs(_itr(dataset, shuffle=True), 3)
+    assert seeds == [default_epoch_seed(e) for e in range(3)]
+    assert len({tuple(o) for o in orders}) == 3
+    assert all(sorted(o) == list(range(NUM_ROWS)) for o in orders)
+
+
+def test_constant_seed_fn_gives_a_new_reproducible_order_every_epoch(dataset):
+    orders, seeds = _epochs(_itr(dataset, shuffle=True, seed_fn=lambda: 1234), 3)
+    assert seeds == [_mixed(1234, e) for e in range(3)]
+    assert len({tuple(o) for o in orders}) == 3
+    assert all(sorted(o) == list(range(NUM_ROWS)) for o in orders)
+    # A fresh loader (another run, or another rank) with the same seed_fn repeats them.
+    assert _epochs(_itr(dataset, shuffle=True, seed_fn=lambda: 1234), 3) == (orders, seeds)
+    # ... and the seed is used: another constant gives other orders.
+    other, _ = _epochs(_itr(dataset, shuffle=True, seed_fn=lambda: 4321), 3)
+    assert all(a != b for a, b in zip(orders, other))
+
+
+def test_consecutive_seeds_do_not_repeat_an_epoch(dataset):
+    # With `seed + epoch`, seed 5 in epoch 1 would be seed 6 in epoch 0: the same order.
+    five, _ = _epochs(_itr(dataset, shuffle=True, seed_fn=lambda: 5), 2)
+    six, _ = _epochs(_itr(dataset, shuffle=True, seed_fn=lambda: 6), 2)
+    assert len({tuple(o) for o in five + six}) == 4
+    # A seed_fn counting up is mixed with the epoch as well: the order depends on both.
+    counted, seeds = _epochs(_itr(dataset, shuffle=True, seed_fn=itertools.count(5).__next__), 2)
+    assert seeds == [_mixed(5, 0), _mixed(6, 1)]
+    assert counted == [five[0], six[1]]
+
+
+def test_seed_fn_must_return_a_non_negative_integer(dataset):
+    itr = _itr(dataset, shuffle=True, seed_fn=lambda: -1)
+    with pytest.raises(ValueError, match="seed_fn must return a non-negative integer, got -1"):
+        iter(itr)
+    # An integer tensor (say, one broadcast from rank 0) counts as its value.
+    from_tensor = _epochs(_itr(dataset, shuffle=True, seed_fn=lambda: torch.tensor(7)), 2)
+    assert from_tensor == _epochs(_itr(dataset, shuffle=True, seed_fn=lambda: 7), 2)
 
 
 def test_in_memory_dataset(frame):

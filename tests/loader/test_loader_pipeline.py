@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
 import pandas as pd
@@ -11,6 +13,7 @@ import torch
 
 import tabflow as nvt
 from tabflow.io.readers import DatasetReadError
+from tabflow.loader._plan import epoch_seed
 from tabflow.loader._prefetch import Prefetcher
 from tabflow.loader.torch import Loader, TorchAsyncItr
 
@@ -116,6 +119,34 @@ def test_garbage_collected_loader_stops_its_thread(dataset):
     assert not _loader_threads()
 
 
+_LEFT_RUNNING = """
+import atexit, threading
+# Registered before tabflow is imported, so it runs after tabflow's own exit function.
+atexit.register(lambda: print("loader threads at exit:", sorted(
+    t.name for t in threading.enumerate() if t.name.startswith("tabflow") and t.is_alive())))
+import time
+import tabflow as nvt
+from tabflow.loader.torch import TorchAsyncItr
+ds = nvt.Dataset(DATA, engine="parquet", part_size=1, cpu=True)
+itr = TorchAsyncItr(ds, batch_size=4, cats=["row_id"], conts=["x1"], labels=["label"], shuffle=True)
+next(iter(itr))  # an epoch in progress, never shut down; the module keeps the loader alive
+# As in a long epoch, the thread has filled the queue and waits to hand over the next chunk.
+while not itr._prefetcher._queue.full():
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_loader_left_running_is_stopped_before_interpreter_exit(data_dir):
+    # A daemon loader thread still running torch ops while the interpreter finalises aborts
+    # the process now and then; the guarantee tested here is that none is left by then.
+    code = _LEFT_RUNNING.replace("DATA", repr(data_dir))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=100)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "loader threads at exit: []" in result.stdout, result.stdout
+
+
 @pytest.mark.parametrize("shuffle,parts_per_chunk,batch_size,k", [(True, 3, 16, 5), (True, 1, 50, 1), (False, 2, 30, 4)])
 def test_resume_mid_epoch_matches_an_uninterrupted_run(dataset, shuffle, parts_per_chunk, batch_size, k):
     kwargs = dict(batch_size=batch_size, shuffle=shuffle, parts_per_chunk=parts_per_chunk)
@@ -137,6 +168,48 @@ def test_resume_mid_epoch_matches_an_uninterrupted_run(dataset, shuffle, parts_p
     assert resumed.num_rows_processed == NUM_ROWS
     # The epoch after the resumed one is the uninterrupted run's third epoch.
     assert _ids(resumed) == _ids(reference)
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_resume_mid_epoch_with_a_constant_seed_fn(dataset, k):
+    kwargs = dict(batch_size=16, shuffle=True, parts_per_chunk=2)
+    reference = _itr(dataset, seed_fn=lambda: 1234, **kwargs)
+    epochs = [_ids(reference) for _ in range(3)]
+    assert epochs[0] != epochs[1] != epochs[2]
+
+    first = _itr(dataset, seed_fn=lambda: 1234, **kwargs)
+    _ids(first)
+    it = iter(first)
+    assert [next(it)[0][:, 0].tolist() for _ in range(k)] == epochs[1][:k]
+    state = first.state_dict()
+    first.shutdown()
+    # The state holds epoch 1 and the seed its order came from, mixed once with the epoch.
+    assert (state["epoch"], state["batches"]) == (1, k)
+    assert state["seed"] == epoch_seed(1234, 1)
+
+    calls = []
+
+    def seed_fn():
+        calls.append(1)
+        return 1234
+
+    resumed = _itr(dataset, seed_fn=seed_fn, **kwargs)
+    resumed.load_state_dict(state)
+    assert _ids(resumed) == epochs[1][k:]
+    assert calls == []  # the resumed epoch kept its saved seed
+    assert _ids(resumed) == epochs[2]
+    assert calls == [1]
+
+
+def test_resume_between_epochs_with_a_constant_seed_fn(dataset):
+    itr = _itr(dataset, batch_size=50, shuffle=True, seed_fn=lambda: 1234)
+    first = _ids(itr)
+    state = itr.state_dict()
+    assert (state["epoch"], state["seed"], state["batches"]) == (1, None, 0)
+    other = _itr(dataset, batch_size=50, shuffle=True, seed_fn=lambda: 1234)
+    other.load_state_dict(state)
+    second = _ids(other)
+    assert second == _ids(itr) != first
 
 
 def test_state_between_epochs_and_mismatch(dataset):

@@ -52,6 +52,36 @@ def test_dropped_rows_vary_by_epoch_with_shuffle(dataset):
     assert len(set(dropped)) > 1
 
 
+@pytest.mark.parametrize("size", [2, 3])
+def test_constant_seed_fn_ranks_agree_and_reshuffle_every_epoch(dataset, size):
+    def run():
+        """Per epoch: each rank's row ids and the seed it drew."""
+        itrs = _rank_itrs(dataset, size, batch_size=16, shuffle=True, parts_per_chunk=2, seed_fn=lambda: 1234)
+        epochs = []
+        for _ in range(3):
+            ids, seeds = [], []
+            for itr in itrs:
+                rank_ids = []
+                for batch in itr:
+                    if not rank_ids:
+                        seeds.append(itr.state_dict()["seed"])
+                    rank_ids += batch[0][:, 0].tolist()
+                ids.append(rank_ids)
+            epochs.append((ids, seeds))
+        return epochs
+
+    epochs = run()
+    share = NUM_ROWS // size
+    for ids, seeds in epochs:
+        assert len(set(seeds)) == 1  # every rank drew the epoch's one seed
+        assert all(len(rank_ids) == share for rank_ids in ids)
+        assert len(set().union(*map(set, ids))) == share * size  # disjoint shares
+    # The global order (the shares in rank order) is new every epoch ...
+    assert len({tuple(sum(ids, [])) for ids, _ in epochs}) == 3
+    # ... and the same in another run.
+    assert run() == epochs
+
+
 def test_each_rank_reads_only_overlapping_partitions(dataset, monkeypatch):
     requested = []
     original = type(dataset).to_iter

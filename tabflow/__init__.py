@@ -16,11 +16,26 @@ Examples
 
 from __future__ import annotations
 
-from tabflow import datasets, io, ops, schema
+from tabflow import datasets, io, ops, schema, serialize
 from tabflow.dataset import Dataset
+from tabflow.serialize import register_function
 from tabflow.selector import ColumnGroup, ColumnSelector, Node
 from tabflow.workflow import DuplicateColumnWarning, Workflow
 
 __version__ = "0.1.0"
 
-__all__ = ["Dataset", "Workflow", "DuplicateColumnWarning", "ColumnSelector", "ColumnGroup", "Node", "ops", "io", "schema", "datasets", "__version__"]
+__all__ = [
+    "Dataset",
+    "Workflow",
+    "DuplicateColumnWarning",
+    "ColumnSelector",
+    "ColumnGroup",
+    "Node",
+    "register_function",
+    "ops",
+    "io",
+    "schema",
+    "serialize",
+    "datasets",
+    "__version__",
+]

@@ -12,6 +12,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import numbers
 import os
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -41,9 +42,10 @@ class Dataset:
         File format; guessed from the file names when omitted. ``"criteo"`` reads the raw
         Criteo click-log text format (tab-separated label, I1-I13, C1-C26; empty = null).
     part_size : int or str, optional
-        Target in-memory size of one partition, e.g. ``"64MB"``.
+        Target in-memory size of one partition: a positive number of bytes, or a string such
+        as ``"64MB"``.
     part_mem_fraction : float, optional
-        Partition size as a fraction of GPU memory (cuDF) or host memory (pandas).
+        Partition size as a fraction of GPU memory (cuDF) or host memory (pandas), in (0, 1].
     npartitions : int, optional
         For in-memory frames: how many partitions to split them into.
     dtypes : dict, optional
@@ -86,6 +88,7 @@ class Dataset:
         header: Any = "infer",
         **kwargs: Any,
     ) -> None:
+        _check_part_size(part_size, part_mem_fraction)
         self.client = client
         self._num_rows: int | None = None
         self._direct: tuple[Any, list] | None = None  # (reader, pieces) of plain parquet files
@@ -104,6 +107,7 @@ class Dataset:
             elif cpu is False and self.engine == "pandas":
                 get_backend("cudf")  # a clear ImportError when cuDF is missing
                 source, self.engine = source.to_backend("cudf"), "cudf"
+            _require_unique_columns(source.columns)
             self._ddf = source
         elif isinstance(source, (str, os.PathLike, list, tuple)):
             engine_name = default_engine(cpu)
@@ -145,6 +149,7 @@ class Dataset:
             backend = backend_for(source)
             if not backend.is_frame(source):
                 raise TypeError(f"Dataset expects paths or a DataFrame, got {type(source).__name__}")
+            _require_unique_columns(source.columns)
             if cpu is False and backend.name == "pandas":
                 backend = get_backend("cudf")
                 source = backend.from_host(source)
@@ -301,6 +306,7 @@ class Dataset:
         seed: int | None = None,
         preserve_files: bool = False,
         suffix: str = ".parquet",
+        overwrite: bool = False,
         **kwargs: Any,
     ) -> list[str]:
         """Write the dataset as parquet plus ``_schema.json``, atomically.
@@ -308,7 +314,10 @@ class Dataset:
         Parameters
         ----------
         output_path : str
-            Directory to create (an existing one is replaced once the write succeeded).
+            Directory to create. An existing one is replaced, as a whole and only once the
+            write succeeded, when it is empty or a previous tabflow dataset (it holds
+            ``_schema.json``); any other existing path (a folder of other files, a file) is
+            an error before anything is written, unless ``overwrite=True``.
         shuffle : Shuffle or None
             ``Shuffle.PER_PARTITION``, ``Shuffle.PER_WORKER`` or None (row order kept).
         out_files_per_proc : int, optional
@@ -328,6 +337,9 @@ class Dataset:
             parquet or CSV files, or a workflow's transform of one.
         suffix : str, default ".parquet"
             Extension of the preserved file names.
+        overwrite : bool, default False
+            Replace ``output_path`` whatever it holds (never the current directory or one
+            containing it).
         **kwargs
             NVTabular's ``num_threads``, ``method`` and ``write_hugectr_keyset`` are accepted
             so its scripts run, and change nothing: the writer's parallelism follows the
@@ -388,7 +400,7 @@ class Dataset:
         return write_parquet(
             self._ddf, output_path, Schema(columns), self.backend, output_files,
             shuffle=mode, seed=seed, client=client, cast=canonical_cast,
-            file_names=file_names, partition_files=partition_files,
+            file_names=file_names, partition_files=partition_files, overwrite=overwrite,
         )
 
     def _preserved_files(self, mode: Any, output_files: Any, out_files_per_proc: Any, suffix: str) -> tuple[list[str], list[int]]:
@@ -440,12 +452,52 @@ def _guess_engine(paths: Sequence[str]) -> str:
     raise ValueError(f"cannot tell the format of {paths[0]!r}; pass engine='parquet', 'csv', 'orc' or 'criteo'")
 
 
+def _require_unique_columns(columns: Any) -> None:
+    # pandas lets a frame repeat a column name; selecting it then yields two columns, and the
+    # schema (a mapping by name) would keep only one of them.
+    readers.require_unique_names(
+        list(columns), "the DataFrame given to Dataset",
+        "rename the repeated columns (df.columns = [...]) or drop them (df.loc[:, ~df.columns.duplicated()])",
+    )
+
+
+def _check_part_size(part_size: Any, part_mem_fraction: Any) -> None:
+    """ValueError naming ``part_size`` or ``part_mem_fraction`` unless it is usable.
+
+    Examples
+    --------
+    >>> from tabflow.dataset import _check_part_size
+    >>> _check_part_size("-5MB", None)
+    Traceback (most recent call last):
+    ...
+    ValueError: part_size must be a positive number of bytes (an int such as 134217728, or a string such as '128MB' or '1GiB'), got '-5MB'
+    """
+    if part_size is not None:
+        accepted = "a positive number of bytes (an int such as 134217728, or a string such as '128MB' or '1GiB')"
+        size = None
+        if isinstance(part_size, str):
+            try:
+                size = parse_bytes(part_size)
+            except (ValueError, TypeError):
+                size = None
+        elif isinstance(part_size, numbers.Real) and not isinstance(part_size, bool):
+            size = part_size
+        if size is None or not size >= 1:  # ``not >=`` also rejects NaN
+            raise ValueError(f"part_size must be {accepted}, got {part_size!r}")
+    if part_mem_fraction is not None:
+        fraction = part_mem_fraction if isinstance(part_mem_fraction, numbers.Real) and not isinstance(part_mem_fraction, bool) else None
+        if fraction is None or not 0 < fraction <= 1:
+            raise ValueError(
+                f"part_mem_fraction must be a number in (0, 1], the share of memory one partition may use "
+                f"(such as 0.1), got {part_mem_fraction!r}"
+            )
+
+
 def _part_size(part_size: Any, part_mem_fraction: float | None, engine: str) -> int:
+    _check_part_size(part_size, part_mem_fraction)
     if part_size is not None:
         return int(parse_bytes(part_size)) if isinstance(part_size, str) else int(part_size)
     if part_mem_fraction is not None:
-        if not 0 < part_mem_fraction <= 1:
-            raise ValueError(f"part_mem_fraction must be in (0, 1], got {part_mem_fraction}")
         return max(1, int(get_backend(engine).total_memory() * part_mem_fraction))
     return int(parse_bytes(_DEFAULT_PART_SIZE))
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import uuid
 import warnings
 from typing import Any, Iterable, Sequence
@@ -36,12 +35,13 @@ from tabflow.ops.lambdaop import LambdaOp
 from tabflow.ops.operator import NotFittedError, Operator, StatOperator
 from tabflow.schema import Schema
 from tabflow.selector import ColumnSelector, Node, as_node
-from tabflow.serialize import LoadError, decode_op, encode_op
+from tabflow.serialize import LoadError, UntrustedCodeError, decode_op, decode_selector, encode_op
 
 __all__ = ["Workflow", "DuplicateColumnWarning"]
 
 _FORMAT = "tabflow.workflow"
-_VERSION = 1
+# 2: node schemas saved (load computes nothing), functions by registered name or as code.
+_VERSION = 2
 _COMBINE_SPLIT_EVERY = 8
 
 
@@ -261,16 +261,35 @@ class Workflow:
             )
 
     # --------------------------------------------------------------- save/load
-    def save(self, path: str) -> None:
+    def save(self, path: str, overwrite: bool = False) -> None:
         """Save as ``path/workflow.json`` plus parquet files for fitted tables (no pickle).
 
-        The directory is written under a temporary name and renamed at the end, so a failed
-        save never leaves a directory that looks like a complete workflow.
+        The directory is written under a temporary name and published at the end, so a
+        failed save never leaves a directory that looks like a complete workflow. An
+        existing ``path`` is replaced only when it is empty or a previous saved workflow
+        (it holds ``workflow.json``); anything else is an error before anything is written,
+        unless ``overwrite=True``.
+
+        Functions given to ops are saved by their registered name
+        (:func:`tabflow.register_function`) or, otherwise, as their source code with the
+        plain values they use; :meth:`load` runs such code only with ``trust_code=True``.
+
+        Examples
+        --------
+        >>> import os, tempfile, pandas as pd
+        >>> import tabflow as nvt
+        >>> from tabflow import ops
+        >>> wf = nvt.Workflow(["x"] >> ops.LambdaOp(lambda col: col * 2)).fit(pd.DataFrame({"x": [1]}))
+        >>> d = os.path.join(tempfile.mkdtemp(), "wf"); wf.save(d)
+        >>> nvt.Workflow.load(d, trust_code=True).transform(pd.DataFrame({"x": [5]}))["x"].tolist()
+        [10]
         """
+        from tabflow.io.atomic import check_target, discard, publish, temporary_directory
+
         self._require_schema()
         path = os.path.abspath(path)
-        tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        os.makedirs(tmp)
+        check_target(path, "workflow", overwrite)
+        tmp = temporary_directory(path)
         try:
             index = {node.id: i for i, node in enumerate(self.nodes)}
             nodes = []
@@ -280,6 +299,9 @@ class Workflow:
                     "kind": node.kind,
                     "parents": [index[p.id] for p in node.parents],
                     "dependencies": [index[d.id] for d in node.dependencies],
+                    "input_selector": node.input_selector.to_dict(),
+                    "input_schema": node.input_schema.to_dict(),
+                    "output_schema": node.output_schema.to_dict(),
                 }
                 if node.selector is not None:
                     entry["selector"] = node.selector.to_dict()
@@ -298,14 +320,39 @@ class Workflow:
             }
             with open(os.path.join(tmp, "workflow.json"), "w", encoding="utf-8") as handle:
                 json.dump(document, handle, indent=1)
-            _replace_directory(tmp, path)
+            publish(tmp, path, "workflow", overwrite)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            discard(tmp)
             raise
 
     @classmethod
-    def load(cls, path: str, client: Any = None) -> "Workflow":
-        """Load a workflow saved by :meth:`save`. Never executes code from the files.
+    def load(cls, path: str, client: Any = None, trust_code: bool = False) -> "Workflow":
+        """Load a workflow saved by :meth:`save`.
+
+        Loading never runs, imports or calls anything named in the files: it builds only
+        tabflow ops and op classes this process defines, with the parameters their
+        signatures declare and their fitted attributes; functions are found only among the
+        registered ones (:func:`tabflow.register_function`); saved tables are read only
+        from inside ``path``; schemas are the saved ones (no op is called to compute them).
+        Code saved with the workflow (lambdas, unregistered functions) is kept as text: the
+        loaded workflow has its schemas, statistics and embedding sizes, but running that
+        code (``transform``, ``fit``) raises :class:`tabflow.serialize.UntrustedCodeError`.
+
+        Parameters
+        ----------
+        path : str
+            Directory written by :meth:`save`.
+        client : distributed.Client, optional
+        trust_code : bool, default False
+            Compile the saved code so that it runs (and import the modules it names). Only
+            for workflows from a source you trust: the code can do anything.
+
+        Raises
+        ------
+        tabflow.serialize.LoadError
+            A file that is not a workflow, a newer format, an unknown op or parameter, an
+            unregistered function name, a file reference outside ``path``, a malformed or
+            oversized document; the message names the node and the entry.
 
         Examples
         --------
@@ -317,28 +364,39 @@ class Workflow:
         >>> nvt.Workflow.load(d).transform(pd.DataFrame({"x": [2.0]}))["x"].tolist()
         [0.0]
         """
+        from tabflow.serialize import read_json
+
         file = os.path.join(path, "workflow.json")
         if not os.path.exists(file):
             raise LoadError(f"{file} not found: {path!r} is not a saved tabflow workflow")
-        with open(file, encoding="utf-8") as handle:
-            document = json.load(handle)
-        if document.get("format") != _FORMAT:
+        document = read_json(file, "workflow file")
+        if not isinstance(document, dict) or document.get("format") != _FORMAT:
             raise LoadError(f"{file} is not a tabflow workflow file")
-        if document.get("version", 0) > _VERSION:
-            raise LoadError(f"{file} was written by a newer tabflow (format version {document['version']})")
+        version = document.get("version", 0)
+        if not isinstance(version, int) or version < 1:
+            raise LoadError(f"{file} has an invalid format version {version!r:.40}")
+        if version > _VERSION:
+            raise LoadError(f"{file} was written by a newer tabflow (format version {version}); upgrade tabflow to load it")
+        entries = document.get("nodes")
+        if not isinstance(entries, list) or not entries:
+            raise LoadError(f"{file} holds no nodes")
         built: list[Node] = []
-        for entry in document["nodes"]:
-            node = Node(
-                selector=ColumnSelector.from_dict(entry["selector"]) if "selector" in entry else None,
-                op=decode_op(entry["op"], path) if "op" in entry else None,
-                parents=[built[i] for i in entry["parents"]],
-                dependencies=[built[i] for i in entry["dependencies"]],
-                dropped=ColumnSelector.from_dict(entry["dropped"]) if "dropped" in entry else None,
-            )
-            built.append(node)
-        workflow = cls(built[document["output"]], client=client)
-        input_schema = Schema.from_dict(document["input_schema"])
-        workflow.fit_schema(input_schema)
+        for i, entry in enumerate(entries):
+            built.append(_load_node(entry, i, built, path, trust_code, restore_schemas=version >= 2))
+        output = document.get("output")
+        if not isinstance(output, int) or isinstance(output, bool) or not 0 <= output < len(built):
+            raise LoadError(f"{file}: the output node {output!r:.40} is not one of its {len(built)} nodes")
+        workflow = cls(built[output], client=client)
+        try:
+            input_schema = Schema.from_dict(document["input_schema"])
+            output_schema = Schema.from_dict(document["output_schema"]) if version >= 2 else None
+        except (KeyError, TypeError, ValueError) as err:
+            raise LoadError(f"{file}: malformed workflow schema ({type(err).__name__}: {err})") from None
+        if output_schema is None:
+            # Format 1 saved no node schemas: they are computed (registered functions only).
+            workflow.fit_schema(input_schema)
+        else:
+            workflow.input_schema, workflow.output_schema = input_schema, output_schema
         return workflow
 
     def __repr__(self) -> str:
@@ -384,11 +442,13 @@ def _conform(frame: Any, schema: Schema) -> Any:
     if not casts:
         return frame
     columns = {}
-    for name, dtype in casts.items():
-        try:
-            columns[name] = frame[name].astype(dtype)
-        except (TypeError, ValueError):
-            pass  # e.g. nulls where the fitted data had none: the ops see the column as it is
+    for name in casts:
+        # The backend casts only where no value changes (10.5 stays a float rather than
+        # becoming 10) and raises naming the column for a non-number in a numeric column.
+        original = frame[name]
+        conformed = backend.conform_column(original, schema[name].dtype)
+        if conformed is not original:
+            columns[name] = conformed
     return frame.assign(**columns) if columns else frame
 
 
@@ -545,6 +605,8 @@ def _observed_dtypes(op: Operator, node: Node, declared: Schema) -> Schema:
         try:
             out = op.transform(node.input_selector, pandas.sample_frame(node.input_schema.dtypes, variant))
             break
+        except UntrustedCodeError:
+            raise
         except Exception:  # noqa: BLE001 - user code; the next sample may suit it
             continue
     else:
@@ -593,6 +655,56 @@ def _union(schemas: list[Schema], origins: list[dict[str, Any]] | None = None) -
     return Schema(columns.values()), where
 
 
+# ---------------------------------------------------------------------------- loading
+
+_NODE_KINDS = {"selection", "op", "concat", "drop"}
+
+
+def _load_node(entry: Any, i: int, built: list[Node], path: str, trust_code: bool, restore_schemas: bool) -> Node:
+    """One node of a saved workflow, every field checked (the document may come from anyone)."""
+    where = f"node {i}"
+    if not isinstance(entry, dict):
+        raise LoadError(f"{where}: malformed node {entry!r:.80}")
+    kind = entry.get("kind")
+    if kind not in _NODE_KINDS:
+        raise LoadError(f"{where}: unknown node kind {kind!r:.40}")
+
+    def earlier(key: str) -> list[Node]:
+        indices = entry.get(key, [])
+        if not isinstance(indices, list) or not all(
+            isinstance(k, int) and not isinstance(k, bool) and 0 <= k < i for k in indices
+        ):
+            raise LoadError(f"{where}: its {key} must be indices of earlier nodes, got {indices!r:.80}")
+        return [built[k] for k in indices]
+
+    parents, dependencies = earlier("parents"), earlier("dependencies")
+    selector = decode_selector(entry["selector"], where) if "selector" in entry else None
+    dropped = decode_selector(entry["dropped"], where) if "dropped" in entry else None
+    op = decode_op(entry["op"], path, trust_code=trust_code, owner=where) if "op" in entry else None
+    node = Node(selector=selector, op=op, parents=parents, dependencies=dependencies, dropped=dropped)
+    if node.kind != kind or (kind == "selection" and selector is None) or (kind != "selection" and not parents):
+        raise LoadError(f"{where}: its fields do not describe a {kind} node")
+    if restore_schemas:
+        try:
+            node.input_selector = decode_selector(entry["input_selector"], where)
+            node.input_schema = _load_schema(entry["input_schema"], where)
+            node.output_schema = _load_schema(entry["output_schema"], where)
+        except KeyError as err:
+            raise LoadError(f"{where}: the saved node lacks {err}") from None
+    return node
+
+
+def _load_schema(data: Any, where: str) -> Schema:
+    try:
+        schema = Schema.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise LoadError(f"{where}: malformed saved schema ({type(err).__name__}: {err})") from None
+    for column in schema:
+        if not isinstance(column.name, str) or not isinstance(column.dtype, str):
+            raise LoadError(f"{where}: malformed saved column {column.name!r:.60}")
+    return schema
+
+
 class DuplicateColumnWarning(UserWarning):
     """Two branches of a workflow produce the same column name; the first is kept.
 
@@ -613,17 +725,3 @@ class DuplicateColumnWarning(UserWarning):
 
 def _describe_origin(origin: Any) -> str:
     return "the input data" if origin[0] == "input" else f"op {origin[2]}"
-
-
-def _replace_directory(tmp: str, path: str) -> None:
-    """Move ``tmp`` to ``path``, replacing what was there only once ``tmp`` is complete."""
-    if os.path.exists(path):
-        old = f"{path}.old-{uuid.uuid4().hex[:8]}"
-        os.rename(path, old)
-        os.rename(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        parent = os.path.dirname(path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        os.rename(tmp, path)

@@ -64,3 +64,29 @@ def test_cpu_false_without_cudf_says_what_to_install(frame, tmp_path):
 def test_not_a_frame():
     with pytest.raises(TypeError, match="DataFrame"):
         nvt.Dataset(42)
+
+
+@pytest.mark.parametrize("part_size", [0, -1, "-5MB", "abc", "0B", 0.5, float("nan"), True, [128]])
+def test_bad_part_size_is_a_clear_error(frame, tmp_path, part_size):
+    frame.to_parquet(tmp_path / "f.parquet")
+    for source in (frame, str(tmp_path / "f.parquet")):
+        with pytest.raises(ValueError, match=r"part_size must be a positive number of bytes .*'128MB'.*got " + _escaped(part_size)):
+            nvt.Dataset(source, part_size=part_size)
+
+
+@pytest.mark.parametrize("fraction", [0, -0.1, 1.5, "0.5", float("nan")])
+def test_bad_part_mem_fraction_is_a_clear_error(frame, fraction):
+    with pytest.raises(ValueError, match=r"part_mem_fraction must be a number in \(0, 1\].*got " + _escaped(fraction)):
+        nvt.Dataset(frame, part_mem_fraction=fraction)
+
+
+def test_good_part_sizes_are_accepted(frame):
+    assert nvt.Dataset(frame, part_size="1KB").npartitions > nvt.Dataset(frame, part_size=10**9).npartitions == 1
+    assert nvt.Dataset(frame, part_size=1).npartitions == 100  # as small as one row per partition
+    assert nvt.Dataset(frame, part_mem_fraction=1).npartitions == 1
+
+
+def _escaped(value):
+    import re
+
+    return re.escape(repr(value))

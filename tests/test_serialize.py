@@ -12,7 +12,7 @@ import pytest
 
 from tabflow import ColumnSelector, ops
 from tabflow.schema import Tags
-from tabflow.serialize import LoadError, SaveError, decode, encode, function_path, resolve_function
+from tabflow.serialize import LoadError, SaveError, SavedCode, decode, encode, register_function
 
 
 def _round_trip(value, tmp_path):
@@ -37,6 +37,8 @@ def _round_trip(value, tmp_path):
         Tags.CATEGORICAL,
         np.int32(7),
         np.dtype("float32"),
+        np.int8,
+        np.float32,
         float,
     ],
 )
@@ -67,13 +69,24 @@ def test_frames_and_series_go_to_parquet(tmp_path):
         decode({"__parquet__": "key.f.parquet", "series": False, "name": None}, str(tmp_path))
 
 
-def test_functions_by_name_only(tmp_path):
-    assert function_path(np.log1p) == "numpy:log1p"
-    assert resolve_function("os.path:join") is os.path.join
-    with pytest.raises(SaveError, match="lambda"):
-        encode(lambda x: x, str(tmp_path), "k")
-    with pytest.raises(LoadError, match="import"):
-        resolve_function("tabflow_not_imported_module:f")
+def test_functions_by_registered_name_or_as_code(tmp_path):
+    assert encode(np.log1p, str(tmp_path), "k") == {"__function__": "numpy:log1p"}
+    assert decode({"__function__": "numpy:log1p"}, str(tmp_path)) is np.log1p
+
+    @register_function(name="tests:double")
+    def double(x):
+        return 2 * x
+
+    assert encode(double, str(tmp_path), "k") == {"__function__": "tests:double"}
+    assert decode({"__function__": "tests:double"}, str(tmp_path)) is double
+    # Never looked up by path: an imported module's function is not resolvable by name.
+    with pytest.raises(LoadError, match="not registered"):
+        decode({"__function__": "os.path:join"}, str(tmp_path))
+    encoded = encode(lambda x: x + 1, str(tmp_path), "k")
+    assert encoded["__code__"]["source"] == "lambda x: x + 1"
+    untrusted = decode(encoded, str(tmp_path))
+    assert isinstance(untrusted, SavedCode)
+    assert decode(encoded, str(tmp_path), trust_code=True)(1) == 2
 
 
 def test_unsaveable_value(tmp_path):

@@ -14,7 +14,7 @@ import tabflow as nvt
 from tabflow import ops
 from tabflow.ops import NotFittedError, Operator, StatOperator
 from tabflow.schema import Tags
-from tabflow.serialize import LoadError
+from tabflow.serialize import LoadError, SaveError
 
 
 class Center(StatOperator):
@@ -229,8 +229,8 @@ def test_save_is_atomic_and_replaces(frame, tmp_path):
         def __init__(self, fn=None) -> None:
             self.fn = fn
 
-    bad = nvt.Workflow(["x"] >> Unsaveable(fn=lambda v: v)).fit(frame)
-    with pytest.raises(ValueError, match="lambda"):
+    bad = nvt.Workflow(["x"] >> Unsaveable(fn=object())).fit(frame)
+    with pytest.raises(SaveError, match="Unsaveable.*'fn'"):
         bad.save(str(path))
     assert os.listdir(tmp_path) == ["wf"]
     assert "Normalize" in (path / "workflow.json").read_text()
@@ -333,3 +333,16 @@ def test_lambda_dtype_inference_tries_digit_strings():
     assert out["zip"].tolist() == [2, 10, 94]
     with pytest.raises(TypeError, match="could not infer the output dtype of column 'zip'.*Pass dtype"):
         nvt.Workflow(["zip"] >> ops.LambdaOp(lambda col: col.map({"x": 1}).astype("int64"))).fit_transform(frame)
+
+
+def test_serving_a_non_number_in_a_numeric_column_names_column_and_value():
+    train = pd.DataFrame({"age": pd.array([31, 45, None, 27], dtype="Int64"), "city": ["a", "b", "a", "c"]})
+    conts = ["age"] >> ops.FillMedian() >> ops.Normalize()
+    workflow = nvt.Workflow(conts + (["city"] >> ops.Categorify())).fit(train)
+    request = pd.DataFrame({"age": ["40", "abc"], "city": ["a", "b"]}, index=[7, 8])
+    with pytest.raises(ValueError, match=r"column 'age' holds 'abc' \(row 8\), which is not a number.*Int64.*send numbers or nulls"):
+        workflow.transform(request)
+    # Digit strings are numbers: the same request with a valid age is served as ints would be.
+    served = workflow.transform(pd.DataFrame({"age": ["40", None], "city": ["a", "b"]}))
+    expected = workflow.transform(pd.DataFrame({"age": pd.array([40, None], dtype="Int64"), "city": ["a", "b"]}))
+    pd.testing.assert_frame_equal(served, expected)

@@ -148,6 +148,34 @@ class CudfBackend:
     def astype(self, obj: Any, canonical: str) -> Any:
         return obj.astype(self.engine_dtype(canonical))
 
+    def conform_column(self, series: Any, canonical: str) -> Any:
+        """``series`` cast to ``canonical`` when no value changes (the pandas engine's rules)."""
+        from tabflow.backends.pandas_backend import _cast_if_exact
+
+        target = self.engine_dtype(canonical)
+        if series.dtype == target:
+            return series
+        kind = target.kind if isinstance(target, np.dtype) else ""
+        if kind in ("i", "u", "f", "b"):
+            if kind != "b" and self.is_string_dtype(series.dtype):
+                # Surrounding spaces are accepted, as pandas' parser does.
+                parsed = _cudf().to_numeric(series.str.strip(), errors="coerce")
+                bad = parsed.isna() & series.notna()
+                if bool(bad.any()):
+                    # The error path only: the offending value is looked up on the host.
+                    first = self.to_host(series[bad]).head(1)
+                    _PANDAS.conform_column(first, canonical)  # raises naming column, value and row
+                    raise ValueError(
+                        f"column {series.name!r} holds {first.iloc[0]!r} (row {first.index[0]!r}), which cuDF cannot "
+                        f"parse as a number, but the workflow reads it as {canonical}: send numbers or nulls"
+                    )
+                series = parsed
+            return _cast_if_exact(series, target)
+        try:
+            return series.astype(target)
+        except (TypeError, ValueError):
+            return series
+
     def to_float(self, series: Any, dtype: str = "float32") -> Any:
         """Numeric series to a float dtype, nulls becoming NaN (not cuDF nulls)."""
         values = series.astype(dtype).to_cupy(na_value=np.nan)
@@ -415,13 +443,33 @@ class CudfBackend:
         return self._conform(_cudf().DataFrame.from_arrow(table), dtypes or {})
 
     def _conform(self, frame: Any, dtypes: Mapping[str, str]) -> Any:
+        from tabflow.backends.pandas_backend import _cast_if_exact
+
         casts = {}
         for name, canonical in dtypes.items():
             if name in frame.columns:
                 wanted = self.engine_dtype(canonical)
                 if frame[name].dtype != wanted:
                     casts[name] = wanted
-        return frame.astype(casts) if casts else frame
+        exact = {}
+        for name, wanted in casts.items():
+            column = frame[name]
+            if _is_number_dtype(column.dtype) and _is_number_dtype(wanted):
+                # As on the pandas engine: a value that does not fit the planned dtype is an
+                # error, never wrapped (2**63 as int64) or truncated (3.5 as int64).
+                cast = _cast_if_exact(column, wanted)
+                if cast is column:
+                    raise ValueError(
+                        f"column {name!r} holds a value that dtype {dtypes[name]} cannot hold exactly; pass "
+                        f"dtypes={{{name!r}: ...}} with a dtype that holds every file's values (such as 'float64' "
+                        "or 'string'), or rewrite the files with one type for the column"
+                    )
+                exact[name] = cast
+        rest = {name: wanted for name, wanted in casts.items() if name not in exact}
+        frame = frame.astype(rest) if rest else frame
+        for name, cast in exact.items():
+            frame[name] = cast
+        return frame
 
     def arrow_canonical_dtype(self, arrow_type: pa.DataType, has_nulls: bool) -> str:
         """Same planning as the pandas engine (masked names map to plain cuDF dtypes)."""
@@ -454,6 +502,10 @@ class CudfBackend:
 
     def memory_usage(self, frame: Any) -> int:
         return int(frame.memory_usage(deep=True, index=False).sum())
+
+
+def _is_number_dtype(dtype: Any) -> bool:
+    return isinstance(dtype, np.dtype) and dtype.kind in "iuf"
 
 
 def _is_pandas_string(dtype: Any) -> bool:

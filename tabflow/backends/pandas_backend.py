@@ -150,6 +150,44 @@ class PandasBackend:
     def astype(self, obj: Any, canonical: str) -> Any:
         return obj.astype(self.engine_dtype(canonical))
 
+    def conform_column(self, series: pd.Series, canonical: str) -> pd.Series:
+        """``series`` cast to ``canonical`` when no value changes, else ``series`` unchanged.
+
+        What a workflow does to an input column whose dtype is not the fitted one: int64 data
+        for an ``Int64`` column, ``str`` objects for a ``string`` column. A cast to a numeric
+        or boolean dtype that would change a value (10.5 to the int 10, 2**40 to the int32 0,
+        2 to True) is not made, so ops see the values as they are: a non-integral float is out
+        of vocabulary for a Categorify fitted on integers and hashes as itself. Floats narrow
+        to a fitted float dtype (rounding to its precision). Strings in a numeric column are
+        parsed as numbers; one that is not a number is a ValueError naming the column and the
+        value.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> pandas = get_backend("pandas")
+        >>> pandas.conform_column(pd.Series([30.0, 31.0]), "int64").tolist()
+        [30, 31]
+        >>> pandas.conform_column(pd.Series([30.0, 30.5]), "int64").tolist()
+        [30.0, 30.5]
+        >>> pandas.conform_column(pd.Series(["7", "abc"], name="age"), "int64")
+        Traceback (most recent call last):
+        ...
+        ValueError: column 'age' holds 'abc' (row 1), which is not a number, but the workflow reads it as int64: send numbers or nulls (pd.to_numeric(df['age'], errors='coerce') turns such values into nulls)
+        """
+        target = self.engine_dtype(canonical)
+        if series.dtype == target:
+            return series
+        if _numpy_kind(target) in ("i", "u", "f", "b"):
+            if _numpy_kind(target) != "b" and self.is_string_dtype(series.dtype):
+                series = _parse_numbers(series, canonical)
+            return _cast_if_exact(series, target)
+        try:
+            return series.astype(target)
+        except (TypeError, ValueError):
+            return series  # e.g. nulls where the fitted data had none: the ops see the column as it is
+
     def to_float(self, series: pd.Series, dtype: str = "float32") -> pd.Series:
         """Numeric series to a numpy float dtype, nulls becoming NaN."""
         values = series.to_numpy(dtype=dtype, na_value=np.nan)
@@ -488,6 +526,8 @@ class PandasBackend:
         if wanted is None:
             wanted = self.arrow_canonical_dtype(arrow_type, column.null_count > 0)
         target = self.engine_dtype(wanted)
+        column = _cast_numbers_exactly(column, wanted, name)
+        arrow_type = column.type
         if isinstance(target, pd.api.extensions.ExtensionDtype) and not isinstance(target, pd.StringDtype):
             return pd.Series(pd.array(column.to_pandas(types_mapper={arrow_type: target}.get)), name=name, dtype=target)
         series = column.to_pandas()
@@ -611,6 +651,90 @@ def _plain_numeric(column: pa.ChunkedArray, wanted: str | None) -> np.ndarray | 
     if wanted is not None and wanted != numpy_dtype.name:
         return None
     return column.chunk(0).to_numpy(zero_copy_only=True)
+
+
+def _parse_numbers(series: pd.Series, canonical: str) -> pd.Series:
+    """Strings (or Python objects) as numbers; ValueError naming the first that is not one."""
+    parsed = pd.to_numeric(series, errors="coerce")
+    bad = parsed.isna().to_numpy(dtype=bool) & series.notna().to_numpy(dtype=bool)
+    if bad.any():
+        position = int(np.argmax(bad))
+        label = series.index[position]
+        label = label.item() if isinstance(label, np.generic) else label
+        raise ValueError(
+            f"column {series.name!r} holds {series.iloc[position]!r} (row {label!r}), which is not "
+            f"a number, but the workflow reads it as {canonical}: send numbers or nulls "
+            f"(pd.to_numeric(df[{series.name!r}], errors='coerce') turns such values into nulls)"
+        )
+    return parsed
+
+
+def _widens(source: Any, target: Any) -> bool:
+    """True when every value of numeric dtype ``source`` is exactly a value of ``target``."""
+    source = np.dtype(getattr(source, "numpy_dtype", source))
+    target = np.dtype(getattr(target, "numpy_dtype", target))
+    if source.kind == "b":
+        return True
+    if source.kind == target.kind and source.kind in "iuf":
+        return target.itemsize >= source.itemsize
+    return source.kind == "u" and target.kind == "i" and target.itemsize > source.itemsize
+
+
+def _cast_if_exact(series: Any, target: Any) -> Any:
+    """``series.astype(target)`` when that keeps every value and null, else ``series``.
+
+    Written with operations both engines' series share (the cuDF backend uses it too).
+    """
+    source = series.dtype
+    # A refused cast is an answer here, not a problem: numpy's "invalid value" warnings for
+    # NaN or inf cast to integers are silenced.
+    with np.errstate(all="ignore"):
+        try:
+            if _widens(source, target):
+                return series.astype(target)
+            cast = series.astype(target)
+        except (TypeError, ValueError, OverflowError):
+            return series  # a null or a non-finite value where the fitted dtype has none
+        if _numpy_kind(source) == "f" and _numpy_kind(target) == "f":
+            return cast  # float64 data for a float32 column: rounded to the fitted precision
+        try:
+            back = cast.astype(source)
+        except (TypeError, ValueError, OverflowError):
+            return series
+    nulls = series.isna()
+    if bool((nulls != cast.isna()).any()):
+        return series
+    # The round trip catches lost precision (2**53 + 1 through float64), the direct comparison
+    # a reinterpreted sign (-1 as uint64 comes back as -1).
+    same = ((back == series) & (cast == series)) | nulls
+    return cast if bool(same.all()) else series
+
+
+def _cast_numbers_exactly(column: pa.ChunkedArray, wanted: str, name: str) -> pa.ChunkedArray:
+    """A numeric column as the numeric dtype ``wanted``, through Arrow's safe cast.
+
+    numpy's ``astype`` wraps integers that overflow (2**40 as int32 is 0) and truncates
+    fractions (3.5 as int64 is 3); Arrow's safe cast raises instead, so a file whose values
+    do not fit the planned dtype is an error, never silently changed data. (Narrowing a float
+    to float32 rounds, as asked.)
+    """
+    source = column.type
+    if not (pa.types.is_integer(source) or pa.types.is_floating(source)) or pa.types.is_float16(source):
+        return column
+    lowered = wanted.lower()
+    if not lowered.startswith(("int", "uint", "float")) or lowered == "float16":
+        return column
+    target = pa.from_numpy_dtype(np.dtype(lowered))
+    if target == source:
+        return column
+    try:
+        return column.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        raise ValueError(
+            f"column {name!r} holds a value that dtype {wanted} cannot hold exactly ({err}); pass "
+            f"dtypes={{{name!r}: ...}} with a dtype that holds every file's values (such as 'float64' or "
+            "'string'), or rewrite the files with one type for the column"
+        ) from err
 
 
 def _concat_takes_copy() -> bool:

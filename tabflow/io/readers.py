@@ -5,6 +5,14 @@ partitions of about ``part_size`` bytes, and each column's dtype is fixed once f
 dataset (an integer column with a null anywhere becomes a nullable integer everywhere), so a
 partition's dtypes never depend on its contents.
 
+A column's type is unified over the files' footers as Arrow's permissive schema
+unification does (``pyarrow.unify_schemas(promote_options="permissive")``): int32 and int64
+read as int64, int64 and float64 as float64, a null-typed column takes the other files' type,
+dictionary-encoded strings are strings. Every partition is read with the unified dtypes, and
+a value that does not fit them (uint64 above the int64 range, an integer beyond 2**53 read as
+float64) is an error naming the file, never a silently changed value. Types that do not unify
+(a string column in one file and a number in another) are an error naming both files.
+
 Examples
 --------
 >>> from tabflow.io.readers import CRITEO_COLUMNS
@@ -31,6 +39,9 @@ __all__ = [
     "HEX_DTYPES",
     "DatasetReadError",
     "nullable_dtypes",
+    "read_error",
+    "require_unique_names",
+    "unify_types",
 ]
 
 CRITEO_CONTINUOUS = [f"I{i}" for i in range(1, 14)]
@@ -51,6 +62,122 @@ _SUFFIXES = {
 
 class DatasetReadError(OSError):
     """A dataset file that is missing, unreadable, or inconsistent with the others."""
+
+
+def read_error(kind: str, path: str, err: BaseException, row_group: int | None = None, unit: str = "row group") -> DatasetReadError:
+    """A :class:`DatasetReadError` naming the file (and row group) that ``err`` came from.
+
+    The original error is kept as ``__cause__`` by the ``raise ... from err`` of the caller.
+
+    Examples
+    --------
+    >>> from tabflow.io.readers import read_error
+    >>> str(read_error("parquet", "a.parquet", OSError("Corrupt snappy compressed data."), 2))[:60]
+    "cannot read parquet file 'a.parquet' (row group 2): Corrupt "
+    """
+    where = f" ({unit} {row_group})" if row_group is not None else ""
+    detail = " ".join(str(err).split()) or type(err).__name__
+    message = f"cannot read {kind} file {path!r}{where}: {detail}"
+    if type(err) is not ValueError:
+        # A plain ValueError is tabflow's own (a value that does not fit the planned dtype)
+        # and already says what to do; the readers' errors (pyarrow, cuDF) mean a bad file.
+        message += " (the file looks truncated or corrupt: rewrite it, or leave it out of the dataset's paths)"
+    return DatasetReadError(message)
+
+
+def require_unique_names(names: Sequence[Any], where: str, fix: str, error: type[Exception] = ValueError) -> None:
+    """``error`` (ValueError) naming the column names that ``names`` holds more than once.
+
+    Examples
+    --------
+    >>> from tabflow.io.readers import require_unique_names
+    >>> require_unique_names(["a", "b", "a"], "the frame", "rename one")
+    Traceback (most recent call last):
+    ...
+    ValueError: the frame has the column name(s) ['a'] more than once (columns ['a', 'b', 'a']); tabflow needs distinct column names: rename one
+    """
+    seen: set = set()
+    duplicates = [n for n in names if n in seen or seen.add(n)]
+    if duplicates:
+        raise error(
+            f"{where} has the column name(s) {list(dict.fromkeys(duplicates))} more than once "
+            f"(columns {list(names)}); tabflow needs distinct column names: {fix}"
+        )
+
+
+def _read_type(arrow_type: Any) -> Any:
+    """The type a column is read as: dictionary-encoded values as their values."""
+    import pyarrow as pa
+
+    while pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return arrow_type
+
+
+def unify_types(first: Any, second: Any) -> Any:
+    """The type both Arrow types read as, or None when they do not unify.
+
+    Arrow's permissive schema unification: integers widen (int32 + int64 -> int64, int32 +
+    uint32 -> int64), integers and floats give a float wide enough for both (int64 +
+    float64 -> float64), a null type takes the other type, string + large_string is a string.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from tabflow.io.readers import unify_types
+    >>> unify_types(pa.int32(), pa.int64()), unify_types(pa.int64(), pa.float64()), unify_types(pa.string(), pa.int64())
+    (DataType(int64), DataType(double), None)
+    """
+    import pyarrow as pa
+
+    first, second = _read_type(first), _read_type(second)
+    if first == second:
+        return first
+    if pa.types.is_null(first) or pa.types.is_null(second):
+        return second if pa.types.is_null(first) else first
+    try:
+        schemas = [pa.schema([pa.field("c", first)]), pa.schema([pa.field("c", second)])]
+        return pa.unify_schemas(schemas, promote_options="permissive").field(0).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+
+
+class _TypePlan:
+    """Each column's type unified over the files seen so far, and the file it came from."""
+
+    def __init__(self, kind: str, fixed: Sequence[str] = ()) -> None:
+        self.kind = kind
+        self.fixed = set(fixed)  # columns whose dtype the user gave: read as that, whatever the files hold
+        self.types: dict[str, Any] = {}
+        self.sources: dict[str, str] = {}
+        self._last: Any = None
+
+    def add(self, path: str, schema: Any, names: Sequence[str]) -> None:
+        # Files of one dataset nearly always share one schema: comparing it whole is one
+        # call per file instead of one per column and file.
+        if self._last is not None and schema.equals(self._last, check_metadata=False):
+            return
+        self._last = schema
+        for name in names:
+            new = _read_type(schema.field(name).type)
+            old = self.types.get(name)
+            if old is None:
+                self.types[name], self.sources[name] = new, path
+                continue
+            if new == old:
+                continue
+            merged = unify_types(old, new)
+            if merged is None:
+                if name in self.fixed:
+                    continue
+                raise DatasetReadError(
+                    f"column {name!r} is {old} in {self.kind} file {self.sources[name]!r} but {new} in {path!r}, "
+                    "and these types do not unify (strings, numbers, booleans and dates do not mix); "
+                    f"pass dtypes={{{name!r}: 'string'}} (or another dtype every file's values convert to) to read "
+                    "the column with one dtype, or rewrite the files so that the column has one type"
+                )
+            if merged != old:
+                self.types[name], self.sources[name] = merged, path
 
 
 def _natural_key(path: str) -> list:
@@ -106,21 +233,43 @@ class ParquetPartReader:
         from tabflow.backends import get_backend
 
         path, row_groups = piece
+        backend = get_backend(self.engine)
         try:
-            return get_backend(self.engine).read_parquet_part(path, list(row_groups), self.columns, self.dtypes)
-        except OSError as err:
-            raise DatasetReadError(f"cannot read parquet file {path!r}: {err}") from err
+            return backend.read_parquet_part(path, list(row_groups), self.columns, self.dtypes)
+        except (DatasetReadError, MemoryError):
+            raise
+        except Exception as err:  # noqa: BLE001 - pyarrow and cuDF raise many types for bad files
+            raise read_error("parquet", path, err, self._failing_row_group(backend, path, row_groups)) from err
+
+    def _failing_row_group(self, backend: Any, path: str, row_groups: Sequence[int]) -> int | None:
+        """The first of ``row_groups`` that fails on its own (read again only after a failure)."""
+        if len(row_groups) <= 1:
+            return row_groups[0] if row_groups else None
+        for row_group in row_groups:
+            try:
+                backend.read_parquet_part(path, [row_group], self.columns, self.dtypes)
+            except Exception:  # noqa: BLE001
+                return row_group
+        return None
 
 
-def plan_parquet(files: Sequence[str], part_size: int, backend: Any) -> tuple[list, dict[str, str], list[int]]:
-    """Partitions (file, row groups), the dataset-wide dtypes and each partition's row count."""
+def plan_parquet(
+    files: Sequence[str], part_size: int, backend: Any, fixed: Sequence[str] = ()
+) -> tuple[list, dict[str, str], list[int]]:
+    """Partitions (file, row groups), the dataset-wide dtypes and each partition's row count.
+
+    Only footers are read (plus a small sample of one row group when string columns make
+    the in-memory size unknown). ``fixed`` names columns whose dtype the caller sets: files
+    whose types for them do not unify are not an error.
+    """
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     pieces: list[tuple[str, tuple[int, ...]]] = []
     piece_rows: list[int] = []
     reference = None
     null_counts: dict[str, int] = {}
-    arrow_types: dict[str, Any] = {}
+    plan = _TypePlan("parquet", fixed)
     expansion: float | None = None
     for path in files:
         try:
@@ -132,15 +281,21 @@ def plan_parquet(files: Sequence[str], part_size: int, backend: Any) -> tuple[li
             ) from err
         schema = metadata.schema.to_arrow_schema()
         names = [n for n in schema.names if not n.startswith("__index_level_")]
+        require_unique_names(
+            names, f"parquet file {path!r}", "rewrite the file with the repeated column renamed or dropped",
+            DatasetReadError,
+        )
         if reference is None:
             reference = names
-            arrow_types = {n: schema.field(n).type for n in names}
             null_counts = {n: 0 for n in names}
         elif set(names) != set(reference):
             raise DatasetReadError(
                 f"parquet file {path!r} has columns {sorted(names)}, unlike {files[0]!r} ({sorted(reference)}); "
                 "all files of a dataset must share their columns"
             )
+        plan.add(path, schema, names)
+        # A column of Arrow's null type holds nothing but nulls, whatever its statistics say.
+        all_null = {n for n in names if pa.types.is_null(schema.field(n).type)}
         column_index = {metadata.schema.column(i).path.split(".")[0]: i for i in range(metadata.num_columns)}
         group: list[int] = []
         group_bytes, group_rows = 0.0, 0
@@ -149,12 +304,15 @@ def plan_parquet(files: Sequence[str], part_size: int, backend: Any) -> tuple[li
             for name in reference:
                 idx = column_index.get(name)
                 stats = row_group.column(idx).statistics if idx is not None else None
-                if stats is None or not stats.has_null_count:
+                if name in all_null or stats is None or not stats.has_null_count:
                     null_counts[name] += 1 if row_group.num_rows else 0
                 else:
                     null_counts[name] += stats.null_count
             if expansion is None:
-                expansion = _memory_expansion(path, row_group, backend, schema)
+                try:
+                    expansion = _memory_expansion(path, row_group, backend, schema)
+                except Exception as err:  # noqa: BLE001 - the sample read meets a corrupt page first
+                    raise read_error("parquet", path, err, rg) from err
             row_group_bytes = row_group.total_byte_size * expansion
             # Close the partition before it would outgrow part_size (a lone oversized row
             # group still makes one partition: row groups are never split).
@@ -168,7 +326,7 @@ def plan_parquet(files: Sequence[str], part_size: int, backend: Any) -> tuple[li
         if group or metadata.num_row_groups == 0:
             pieces.append((path, tuple(group)))
             piece_rows.append(group_rows)
-    dtypes = {name: backend.arrow_canonical_dtype(arrow_types[name], null_counts[name] > 0) for name in reference or []}
+    dtypes = {name: backend.arrow_canonical_dtype(plan.types[name], null_counts[name] > 0) for name in reference or []}
     return pieces, dtypes, piece_rows
 
 
@@ -223,7 +381,7 @@ def _fixed_width_row_bytes(row_group: Any, schema: Any) -> int | None:
 def read_parquet_ddf(files: Sequence[str], part_size: int, backend: Any, dtypes: Mapping[str, str] | None = None):
     """A dask DataFrame over the files, the rows of each partition, and ``(reader, pieces)``:
     calling ``reader(pieces[i])`` reads partition ``i`` without going through dask."""
-    pieces, planned, piece_rows = plan_parquet(files, part_size, backend)
+    pieces, planned, piece_rows = plan_parquet(files, part_size, backend, fixed=list(dtypes or {}))
     unknown = sorted(set(dtypes or {}) - set(planned))
     if unknown:
         raise KeyError(f"dtypes names column(s) {unknown} that the parquet files lack; columns are {list(planned)}")
@@ -251,30 +409,36 @@ class OrcPartReader:
         path, stripes = piece
         try:
             return get_backend(self.engine).read_orc_part(path, list(stripes), list(self.dtypes), self.dtypes)
-        except OSError as err:
-            raise DatasetReadError(f"cannot read ORC file {path!r}: {err}") from err
+        except (DatasetReadError, MemoryError):
+            raise
+        except Exception as err:  # noqa: BLE001 - pyarrow and cuDF raise many types for bad files
+            raise read_error("ORC", path, err, stripes[0] if len(stripes) == 1 else None, unit="stripe") from err
 
 
 def read_orc_ddf(files: Sequence[str], part_size: int, backend: Any, dtypes: Mapping[str, str] | None = None):
     import pyarrow.orc as orc
 
     pieces = []
-    planned: dict[str, str] = {}
+    reference: list[str] | None = None
+    plan = _TypePlan("ORC", list(dtypes or {}))
     num_rows = 0
     for path in files:
         try:
             reader = orc.ORCFile(path)
         except Exception as err:  # noqa: BLE001
             raise DatasetReadError(f"cannot read ORC file {path!r} ({err})") from err
-        if not planned:
-            # ORC footers carry no per-column null counts that pyarrow exposes: integer columns
-            # are planned as nullable so that every partition agrees.
-            planned = {f.name: backend.arrow_canonical_dtype(f.type, True) for f in reader.schema}
-        elif set(planned) != set(reader.schema.names):
+        names = list(reader.schema.names)
+        require_unique_names(
+            names, f"ORC file {path!r}", "rewrite the file with the repeated column renamed or dropped", DatasetReadError
+        )
+        if reference is None:
+            reference = names
+        elif set(reference) != set(names):
             raise DatasetReadError(
-                f"ORC file {path!r} has columns {sorted(reader.schema.names)}, unlike {files[0]!r} "
-                f"({sorted(planned)}); all files of a dataset must share their columns"
+                f"ORC file {path!r} has columns {sorted(names)}, unlike {files[0]!r} "
+                f"({sorted(reference)}); all files of a dataset must share their columns"
             )
+        plan.add(path, reader.schema, names)
         num_rows += reader.nrows
         if reader.nstripes == 0:
             continue
@@ -286,6 +450,9 @@ def read_orc_ddf(files: Sequence[str], part_size: int, backend: Any, dtypes: Map
             pieces.append((path, tuple(stripes[i : i + per_part])))
     if not pieces:
         pieces.append((files[0], ()))
+    # ORC footers carry no per-column null counts that pyarrow exposes: integer columns are
+    # planned as nullable so that every partition agrees.
+    planned = {name: backend.arrow_canonical_dtype(plan.types[name], True) for name in reference or []}
     planned.update(dtypes or {})
     ddf = dd.from_map(
         OrcPartReader(backend.name, planned), pieces, meta=backend.empty_frame(planned),
@@ -344,6 +511,10 @@ def read_csv_ddf(
     if names is not None and header == "infer":
         header = None
     compression = "infer" if any(p.endswith((".gz", ".bz2", ".xz", ".zst")) for p in files) else None
+    if names is not None:
+        require_unique_names(list(names), "names=", "pass distinct names")
+    elif files and header is not None:
+        _check_csv_header(files[0], sep, header, compression, kwargs)
     blocksize = None if compression else part_size
     options = dict(sep=sep, names=list(names) if names else None, header=header, compression=compression, **kwargs)
     try:
@@ -367,6 +538,36 @@ def read_csv_ddf(
         return ddf
     except (ValueError, OSError) as err:
         raise DatasetReadError(f"cannot read CSV files {list(files)[:3]}: {err}") from err
+
+
+def _check_csv_header(path: str, sep: str, header: Any, compression: Any, options: Mapping[str, Any]) -> None:
+    """DatasetReadError naming a column name that the header line of ``path`` repeats.
+
+    The CSV parsers rename a repeated name (``a``, ``a.1``), which would silently hand the
+    second column to code that asks for the first; the header line is read raw to see it.
+    """
+    import pandas as pd
+
+    if not isinstance(header, int) and header != "infer":
+        return  # a multi-line header: the parser reports its own problems
+    skip = options.get("skiprows", 0)
+    if not isinstance(skip, int):
+        return  # rows skipped by a list or a function: the header line is not known here
+    skip += 0 if header == "infer" else header
+    passed = {k: options[k] for k in ("quotechar", "escapechar", "comment", "encoding", "skipinitialspace") if k in options}
+    try:
+        first = pd.read_csv(
+            path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,
+            skiprows=skip, compression=compression or "infer", **passed,
+        )
+    except Exception:  # noqa: BLE001 - unreadable or empty: the real read reports it with its context
+        return
+    if len(first):
+        require_unique_names(
+            first.iloc[0].tolist(), f"the header of CSV file {path!r}",
+            "rename the repeated column in the file, or pass names=[...] with distinct names and header=0",
+            DatasetReadError,
+        )
 
 
 def _parse_hex_columns(frame: Any, names: list[str]) -> Any:

@@ -3,21 +3,21 @@
 Partitions are computed a few at a time and streamed into exactly ``output_files`` open
 parquet writers, so memory is bounded by the partitions in flight, not by the dataset. Files
 are written into a temporary sibling directory together with ``_schema.json``; only when every
-file is closed is that directory renamed to the requested path, so an interrupted write never
-leaves a directory that looks like a complete dataset.
+file is closed is that directory published as the requested path (:mod:`tabflow.io.atomic`),
+so an interrupted write never leaves a directory that looks like a complete dataset, and only
+a previous dataset (or, with ``overwrite=True``, anything) is ever replaced.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tabflow.io.atomic import check_target, discard, publish, temporary_directory
 from tabflow.io.partitions import iter_partitions
 from tabflow.io.shuffle import Shuffle
 from tabflow.schema import SCHEMA_FILENAME, Schema
@@ -41,27 +41,31 @@ def write_parquet(
     cast: Mapping[str, str] | None = None,
     file_names: Sequence[str] | None = None,
     partition_files: Sequence[int] | None = None,
+    overwrite: bool = False,
 ) -> list[str]:
     """Write ``ddf`` to ``output_files`` parquet files plus ``_schema.json``; return the paths.
 
     ``file_names`` names the files (default ``part_<k>.parquet``); ``partition_files`` sends
     each whole partition to the file of that index (rows shuffled within it under
-    ``Shuffle.PER_PARTITION``) instead of spreading partitions over the files.
+    ``Shuffle.PER_PARTITION``) instead of spreading partitions over the files. An existing
+    ``output_path`` is replaced only if it is empty or a previous dataset (it holds
+    ``_schema.json``), or when ``overwrite`` is set.
     """
     if output_files < 1:
         raise ValueError(f"output_files must be at least 1, got {output_files}")
     output_path = os.path.abspath(output_path)
+    check_target(output_path, "dataset", overwrite)
     nparts = ddf.npartitions
     if shuffle is None and output_files > nparts and partition_files is None:
         ddf = ddf.repartition(npartitions=output_files)
         nparts = ddf.npartitions
     names = list(file_names) if file_names is not None else [f"part_{k}.parquet" for k in range(output_files)]
-    tmp = f"{output_path}.tmp-{uuid.uuid4().hex[:8]}"
-    os.makedirs(tmp)
+    tmp = temporary_directory(output_path)
     arrow_schema = _portable_schema(backend.to_arrow(backend.empty_frame(schema.dtypes)).schema.remove_metadata())
-    writers = [pq.ParquetWriter(os.path.join(tmp, name), arrow_schema) for name in names]
     rng = np.random.default_rng(seed)
+    writers: list[Any] = []
     try:
+        writers = [pq.ParquetWriter(os.path.join(tmp, name), arrow_schema) for name in names]
         for index, frame in enumerate(iter_partitions(ddf, client=client)):
             if cast:
                 frame = frame.astype({k: backend.engine_dtype(v) for k, v in cast.items() if k in frame.columns})
@@ -83,14 +87,16 @@ def write_parquet(
                 writer.close()
             except Exception:  # noqa: BLE001 - already failing; the temp dir is removed below
                 pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard(tmp)
         raise
-    for writer in writers:
-        writer.close()
-    schema.to_json(os.path.join(tmp, SCHEMA_FILENAME))
-    from tabflow.workflow import _replace_directory
-
-    _replace_directory(tmp, output_path)
+    try:
+        for writer in writers:
+            writer.close()
+        schema.to_json(os.path.join(tmp, SCHEMA_FILENAME))
+        publish(tmp, output_path, "dataset", overwrite)
+    except BaseException:
+        discard(tmp)
+        raise
     return [os.path.join(output_path, name) for name in names]
 
 

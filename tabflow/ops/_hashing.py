@@ -8,9 +8,13 @@ Python's salted ``hash`` or pandas' ``hash_pandas_object``. Every value is hashe
   hashes the empty byte sequence.
 - **integers and booleans** of any width: widened to int64 (uint64 values above the int64
   range keep their bit pattern), then xxHash64 of the 8 little-endian bytes.
-- **floats**: an integral value that fits int64 hashes exactly as that integer (so ``3.0``
-  and ``3`` share a bucket whichever dtype a column was read with); any other value hashes
-  the 8 little-endian bytes of the float64 (``-0.0`` is integral and hashes as ``0``).
+- **floats** (float32 widened to float64 first): an integral value in the int64 range
+  hashes exactly as that integer, so ``3.0`` and ``3`` share a bucket whichever dtype a
+  column was read with (``-0.0`` and ``0.0`` are the integer ``0``). Every other value -- a
+  fraction such as ``10.5``, ``+inf``, ``-inf``, a magnitude of ``2**63`` or more -- is
+  xxHash64 of the 8 little-endian bytes of its IEEE-754 float64, so ``10.0``, ``10.5`` and
+  ``10.9`` hash differently. ``NaN`` is a null. A float's hash never depends on the other
+  values of its column or batch.
 - **nulls** (None, NA, NaN) hash to :data:`NULL_HASH` = 2**64 - 1, the value cuDF's
   ``hash_values(method="xxhash64")`` gives a null, so a null lands in a fixed bucket
   (``NULL_HASH % num_buckets``) on both engines.
@@ -235,15 +239,18 @@ def hash_int64(values: np.ndarray, valid: np.ndarray | None = None, seed: int = 
 def float_keys(values: Any, xp: Any = np) -> tuple[Any, Any]:
     """int64 keys of float values (integral -> the integer, else the float64 bit pattern).
 
-    Works on numpy or cupy arrays (``xp``). Returns ``(keys, valid)``; NaN is invalid.
+    The bit pattern as int64 is the float64's 8 little-endian bytes, so hashing a key with
+    :func:`hash_int64` is xxHash64 of those bytes. Infinities and magnitudes of ``2**63`` or
+    more are not integral here. Works on numpy or cupy arrays (``xp``). Returns
+    ``(keys, valid)``; NaN is invalid.
 
     Examples
     --------
     >>> import numpy as np
     >>> from tabflow.ops._hashing import float_keys
-    >>> keys, valid = float_keys(np.array([3.0, -0.0, np.nan]))
-    >>> keys[:2].tolist(), valid.tolist()
-    ([3, 0], [True, True, False])
+    >>> keys, valid = float_keys(np.array([3.0, -0.0, np.nan, 10.5]))
+    >>> keys[:2].tolist(), valid.tolist(), bool(keys[3] == np.array([10.5]).view(np.int64)[0])
+    ([3, 0], [True, True, False, True], True)
     """
     values = xp.asarray(values, dtype=xp.float64)
     valid = ~xp.isnan(values)

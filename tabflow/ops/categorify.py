@@ -28,6 +28,9 @@ class Categorify(StatOperator):
     vocabulary follows, sorted by descending count with ties broken by ascending value, so
     the result does not depend on how the data is partitioned. Values seen fewer than
     ``freq_threshold`` times, beyond ``max_size``, or never seen while fitting are OOV.
+    Numbers match by value, not dtype: the float ``30.0`` gets the code of the integer
+    ``30``, while a non-integral float such as ``30.5`` is OOV for a vocabulary of integers
+    (and hashes as itself into the ``num_buckets`` OOV indices), whatever else is in the batch.
     List (multi-hot) columns encode each element and stay lists; a null list is empty.
 
     Parameters

@@ -9,7 +9,7 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.ops.fill_missing import FillsNulls, fill_columns
-from tabflow.ops.normalize import _require_numeric
+from tabflow.ops.normalize import _require_numeric, warn_no_finite_values
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema
 from tabflow.selector import ColumnSelector
@@ -33,8 +33,13 @@ class FillMedian(FillsNulls, StatOperator):
     still far less than the whole frame but more than an approximate sketch would use.
 
     Float columns keep their dtype; integer columns become ``float64`` because the median of
-    an even number of integers can be fractional. A column with no values at all has a NaN
-    median and stays null.
+    an even number of integers can be fractional.
+
+    Infinities: the median is that of the finite values; ``inf`` and ``-inf`` are left out of
+    it as nulls are, so a null is never filled with an infinity (nor with the NaN that the
+    middle of ``-inf`` and ``inf`` would give). Infinite values themselves are not nulls and
+    stay as they are. A column with no finite value when fitted has a NaN median: fitting
+    warns (``UserWarning`` naming it) and its nulls stay null.
 
     Parameters
     ----------
@@ -49,6 +54,8 @@ class FillMedian(FillsNulls, StatOperator):
     >>> wf = nvt.Workflow(["x"] >> ops.FillMedian())
     >>> wf.fit_transform(pd.DataFrame({"x": [1.0, None, 2.0, 10.0]}))["x"].tolist()
     [1.0, 2.0, 2.0, 10.0]
+    >>> wf.fit_transform(pd.DataFrame({"x": [1.0, None, 2.0, float("inf")]}))["x"].tolist()
+    [1.0, 1.5, 2.0, inf]
     """
 
     def __init__(self, add_binary_cols: bool = False) -> None:
@@ -63,7 +70,7 @@ class FillMedian(FillsNulls, StatOperator):
         for name in col_selector.names:
             counts = backend.to_host(backend.value_counts(df[name]))
             values = counts.index.to_numpy(dtype="float64")
-            keep = ~np.isnan(values)  # NaN in a float column is a null, not a value
+            keep = np.isfinite(values)  # NaN in a float column is a null; infinities are left out too
             partial[name] = (values[keep], counts.to_numpy(dtype="int64")[keep])
         return partial
 
@@ -71,7 +78,9 @@ class FillMedian(FillsNulls, StatOperator):
         return {name: _merge_counts([p[name] for p in partials]) for name in partials[0]}
 
     def fit_finalize(self, partial: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        self.medians_ = {name: _median_from_counts(*_merge_counts([vc])) for name, vc in partial.items()}
+        medians = {name: _median_from_counts(*_merge_counts([vc])) for name, vc in partial.items()}
+        warn_no_finite_values("FillMedian", [n for n, m in medians.items() if math.isnan(m)], "keep their nulls")
+        self.medians_ = medians
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         self.check_is_fitted()

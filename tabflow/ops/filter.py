@@ -19,8 +19,9 @@ class Filter(Operator):
     False) or an already filtered frame. As with :class:`Dropna`, a row filter must see
     every output column: apply it to the whole selection, not to one branch of a ``+``.
 
-    Saving: ``f`` must be a named, module-level function (saved as ``module:name``, like
-    :class:`LambdaOp`); a lambda works in memory but cannot be saved.
+    Saving: as for :class:`LambdaOp`, ``f`` is saved by name when registered with
+    :func:`tabflow.register_function`, otherwise as code that runs after loading only with
+    ``trust_code=True``.
 
     Parameters
     ----------

@@ -22,7 +22,9 @@ class HashBucket(Operator):
     The hash is tabflow's stable hash (:mod:`tabflow.ops._hashing`): the same value gets
     the same bucket on every run, machine, partitioning and engine. String, integer, boolean
     and float columns are accepted; list columns are hashed element by element into a
-    ``list<int64>`` column. A null value hashes to ``2**64 - 1``, so all nulls share the
+    ``list<int64>`` column. An integral float hashes as its integer (``10.0`` as ``10``);
+    any other float (``10.5``, ``inf``) hashes the 8 little-endian bytes of its float64, so
+    ``10.5`` and ``10.9`` do not share ``10``'s bucket. A null value hashes to ``2**64 - 1``, so all nulls share the
     fixed bucket ``(2**64 - 1) % num_buckets`` (a null *list* becomes an empty list).
 
     The output columns are tagged categorical and hashed, and carry the properties

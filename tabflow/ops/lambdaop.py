@@ -10,6 +10,7 @@ from tabflow.backends.pandas_backend import SAMPLE_VARIANTS
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
 from tabflow.selector import ColumnSelector, Node
+from tabflow.exceptions import UntrustedCodeError
 
 __all__ = ["LambdaOp"]
 
@@ -27,9 +28,10 @@ class LambdaOp(Operator):
     ``Categorify`` encodes as multi-hot. Pass ``dtype`` when ``f`` only works on other
     particular values or only on the GPU engine.
 
-    Saving: ``f`` must be a named, module-level function (saved as ``module:name``; import
-    the module before :meth:`Workflow.load`). A lambda or nested function works in memory,
-    but saving the workflow raises :class:`tabflow.serialize.SaveError`.
+    Saving: a function registered with :func:`tabflow.register_function` is saved by name;
+    any other (a lambda, a nested function, one defined in a notebook) is saved as its
+    source code with the plain values it uses, and runs after :meth:`Workflow.load` only
+    with ``trust_code=True``.
 
     Parameters
     ----------
@@ -148,6 +150,8 @@ class LambdaOp(Operator):
                 try:
                     dtypes[name] = backend.observed_dtype(self._call(sample, name, col_selector))
                     break
+                except UntrustedCodeError:
+                    raise
                 except Exception as err:  # noqa: BLE001 - user code; the next sample may suit it
                     errors.append(err)
             else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -19,8 +20,13 @@ class Normalize(StatOperator):
 
     Means and variances are fitted as per-partition (count, mean, M2) moments merged with
     Chan's parallel formula, so fitting on many partitions gives the same result as one.
-    Nulls stay null (NaN). A constant column (std 0) is only centred; a column that held no
-    values at all when fitted transforms to all-null.
+    Nulls stay null (NaN). A constant column (std 0) is only centred.
+
+    Infinities: the mean and standard deviation are those of the finite values; ``inf`` and
+    ``-inf`` are left out of them as nulls are (one infinity would otherwise make every
+    output ``-inf`` or NaN). An infinite input stays ``inf``/``-inf`` after normalisation,
+    and finite inputs are normalised as usual. A column with no finite value when fitted has
+    no statistics: fitting warns (``UserWarning`` naming it) and it transforms to all-null.
 
     Parameters
     ----------
@@ -35,6 +41,8 @@ class Normalize(StatOperator):
     >>> wf = nvt.Workflow(["x"] >> ops.Normalize())
     >>> wf.fit_transform(pd.DataFrame({"x": [1.0, 2.0, 3.0, None]}))["x"].tolist()
     [-1.0, 0.0, 1.0, nan]
+    >>> wf.fit_transform(pd.DataFrame({"x": [1.0, 2.0, 3.0, float("inf")]}))["x"].tolist()
+    [-1.0, 0.0, 1.0, inf]
     """
 
     def __init__(self, out_dtype: str | None = None) -> None:
@@ -48,7 +56,7 @@ class Normalize(StatOperator):
         moments = {}
         for name in col_selector.names:
             values = backend.to_numpy(backend.to_float(df[name], "float64"), "float64")
-            values = values[~np.isnan(values)]
+            values = values[np.isfinite(values)]  # nulls (NaN) and infinities are not counted
             count = float(values.size)
             mean = float(values.mean()) if count else 0.0
             moments[name] = (count, mean, float(((values - mean) ** 2).sum()) if count else 0.0)
@@ -58,7 +66,9 @@ class Normalize(StatOperator):
         return {name: _merge_moments([p[name] for p in partials]) for name in partials[0]}
 
     def fit_finalize(self, partial: dict[str, tuple[float, float, float]]) -> None:
-        # A column without a single value at fit time has no statistics: it transforms to null.
+        # A column without a single finite value at fit time has no statistics: it transforms
+        # to null, which must not go unnoticed.
+        warn_no_finite_values("Normalize", [name for name, m in partial.items() if not m[0]], "transform to all-null")
         self.means_ = {name: m[1] if m[0] else float("nan") for name, m in partial.items()}
         self.stds_ = {name: float(np.sqrt(m[2] / (m[0] - 1))) if m[0] > 1 else 0.0 for name, m in partial.items()}
 
@@ -94,6 +104,17 @@ def _merge_moments(moments: list[tuple[float, float, float]]) -> tuple[float, fl
         m2 += m2_b + delta * delta * count * n_b / total
         count = total
     return count, mean, m2
+
+
+def warn_no_finite_values(op_name: str, names: list[str], consequence: str) -> None:
+    """UserWarning naming the columns that held no finite value when ``op_name`` was fitted."""
+    if names:
+        warnings.warn(
+            f"{op_name}: column(s) {names} held no finite value when fitted (only nulls or infinities, or no "
+            f"rows), so they {consequence}; fit on data with values, or leave these columns out",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _require_numeric(input_schema: Schema, col_selector: ColumnSelector, op_name: str) -> None:

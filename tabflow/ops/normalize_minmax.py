@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
-from tabflow.ops.normalize import _require_numeric
+from tabflow.ops.normalize import _require_numeric, warn_no_finite_values
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema, Tags
 from tabflow.selector import ColumnSelector
@@ -21,8 +21,13 @@ class NormalizeMinMax(StatOperator):
 
     The minimum and maximum are fitted per partition and merged, so the result does not
     depend on how the data is partitioned. Nulls stay null (NaN). A constant column maps to
-    0, and a column with no values at all stays entirely null. Values outside the fitted
-    range (seen only at transform time) fall outside [0, 1]; clip them if that matters.
+    0. Values outside the fitted range (seen only at transform time) fall outside [0, 1];
+    clip them if that matters.
+
+    Infinities: the minimum and maximum are those of the finite values; ``inf`` and ``-inf``
+    are left out as nulls are (an infinite maximum would map every finite value to 0 or
+    NaN). An infinite input stays ``inf``/``-inf`` after scaling. A column with no finite
+    value when fitted warns at fit time (``UserWarning`` naming it) and stays entirely null.
 
     Parameters
     ----------
@@ -37,6 +42,8 @@ class NormalizeMinMax(StatOperator):
     >>> wf = nvt.Workflow(["x"] >> ops.NormalizeMinMax())
     >>> wf.fit_transform(pd.DataFrame({"x": [2.0, 4.0, None, 6.0]}))["x"].tolist()
     [0.0, 0.5, nan, 1.0]
+    >>> wf.fit_transform(pd.DataFrame({"x": [2.0, 4.0, float("-inf"), 6.0]}))["x"].tolist()
+    [0.0, 0.5, -inf, 1.0]
     """
 
     def __init__(self, out_dtype: str | None = None) -> None:
@@ -50,7 +57,7 @@ class NormalizeMinMax(StatOperator):
         extremes = {}
         for name in col_selector.names:
             values = backend.to_numpy(backend.to_float(df[name], "float64"), "float64")
-            values = values[~np.isnan(values)]
+            values = values[np.isfinite(values)]  # nulls (NaN) and infinities are left out
             # An empty (or all-null) partition contributes nothing: NaN is ignored when merging.
             extremes[name] = (float(values.min()), float(values.max())) if values.size else (math.nan, math.nan)
         return extremes
@@ -65,6 +72,8 @@ class NormalizeMinMax(StatOperator):
         }
 
     def fit_finalize(self, partial: dict[str, tuple[float, float]]) -> None:
+        empty = [name for name, m in partial.items() if math.isnan(m[0])]
+        warn_no_finite_values("NormalizeMinMax", empty, "transform to all-null")
         self.mins_ = {name: m[0] for name, m in partial.items()}
         self.maxs_ = {name: m[1] for name, m in partial.items()}
 

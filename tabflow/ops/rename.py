@@ -20,8 +20,9 @@ class Rename(Operator):
     Parameters
     ----------
     f : callable, optional
-        ``f(old_name) -> new_name``. To save the workflow it must be a named module-level
-        function (a lambda works in memory only).
+        ``f(old_name) -> new_name``. Saved by name when registered with
+        :func:`tabflow.register_function`, otherwise as code that runs after loading only
+        with ``trust_code=True`` (see :meth:`tabflow.Workflow.load`).
     postfix : str, optional
         Appended to every name.
     name : str, optional

@@ -275,5 +275,13 @@ class Schema:
 
     @classmethod
     def from_json(cls, path: str) -> "Schema":
-        with open(path, encoding="utf-8") as handle:
-            return cls.from_dict(json.load(handle))
+        """Read a schema file (size, nesting and numbers bounded; a bad file is a
+        :class:`~tabflow.exceptions.LoadError` naming it)."""
+        from tabflow._json import read_json
+        from tabflow.exceptions import LoadError
+
+        document = read_json(path, "schema file")
+        try:
+            return cls.from_dict(document)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise LoadError(f"schema file {path} is malformed ({type(err).__name__}: {err})") from None

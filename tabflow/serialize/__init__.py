@@ -1,10 +1,17 @@
 """Safe, pickle-free encoding of op parameters and fitted state: JSON plus parquet files.
 
 Values are encoded recursively. Plain JSON values stay as they are; tuples, numpy values,
-tags, selectors, nested ops and named functions get small tagged objects; frames and series
-(pandas or cuDF) are written as parquet files next to the JSON. Decoding only builds data and
-looks up op classes and functions that are already imported: it never imports a module and
-never runs code from the saved files.
+tags, selectors and nested ops get small tagged objects; frames and series (pandas or cuDF)
+are written as parquet files next to the JSON; functions are saved by their registered name
+(:func:`register_function`) or as source code (see :mod:`tabflow.serialize._code`).
+
+Decoding is written for files from anyone. It only builds data: it instantiates only
+subclasses of :class:`tabflow.ops.Operator` that the running process defines, with only
+the parameters their signatures declare; restores only fitted attributes (public names,
+ending in ``_``, that shadow nothing the class defines); resolves functions only from the
+registry; reads parquet files only inside the saved directory; checks dtypes and sizes; and
+never imports a module or runs code from the files, unless the caller passes
+``trust_code=True``, which compiles saved code (and imports the modules it names).
 
 Examples
 --------
@@ -18,57 +25,67 @@ Examples
 from __future__ import annotations
 
 import enum
+import keyword
 import os
-import sys
-from typing import Any, Callable
+import stat
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tabflow._json import parse_json, read_json
 from tabflow.backends import backend_for, get_backend
+from tabflow.exceptions import LoadError, SaveError, UntrustedCodeError
+from tabflow.serialize._code import (
+    SavedCode,
+    capture_code,
+    check_record,
+    code_record,
+    compile_code,
+    register_function,
+    registered_name,
+    resolve_registered,
+)
 
-__all__ = ["encode", "decode", "SaveError", "LoadError", "function_path", "resolve_function"]
+__all__ = [
+    "encode",
+    "decode",
+    "encode_op",
+    "decode_op",
+    "decode_selector",
+    "SaveError",
+    "LoadError",
+    "UntrustedCodeError",
+    "SavedCode",
+    "register_function",
+    "registered_name",
+    "read_json",
+    "parse_json",
+]
+
+# Largest array a saved document may ask for (elements x item size).
+MAX_ARRAY_BYTES = 256 * 2**20
+_DTYPE_KINDS = "biufcmMOSU"
+_MAX_TEXT_ITEMSIZE = 4096
 
 
-class SaveError(ValueError):
-    """A parameter or state value that tabflow cannot save safely."""
+@dataclass(frozen=True)
+class _Context:
+    """Where decoding happens: the saved directory, whether code may run, and what is being
+    decoded (for messages)."""
+
+    directory: str
+    engine: str | None = None
+    trust_code: bool = False
+    owner: str = "the saved value"
+
+    def at(self, owner: str) -> "_Context":
+        return replace(self, owner=owner)
 
 
-class LoadError(ValueError):
-    """A saved workflow that cannot be loaded (unknown op, missing function or file)."""
-
-
-def function_path(func: Callable) -> str:
-    """``"module:qualname"`` of a module-level function, or SaveError for anything else."""
-    module = getattr(func, "__module__", None)
-    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
-    if isinstance(func, np.ufunc):
-        return f"numpy:{func.__name__}"
-    if not module or not qualname or "<lambda>" in qualname or "<locals>" in qualname or module == "__main__":
-        raise SaveError(
-            f"cannot save the function {func!r}: lambdas, nested functions and functions defined in "
-            "__main__ or a notebook cannot be found again when loading. Define it as a named function "
-            "in an importable module (e.g. my_features.py) and pass that function instead."
-        )
-    return f"{module}:{qualname}"
-
-
-def resolve_function(path: str) -> Callable:
-    """The function saved as ``"module:qualname"``; its module must already be imported."""
-    module_name, _, qualname = path.partition(":")
-    module = sys.modules.get(module_name)
-    if module is None:
-        raise LoadError(
-            f"the workflow uses the function {path!r}; import {module_name!r} before loading "
-            "(tabflow never imports modules while loading a workflow)"
-        )
-    obj: Any = module
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise LoadError(f"function {path!r} was not found in module {module_name!r}")
-    return obj
+# ------------------------------------------------------------------------------- encoding
 
 
 def encode(value: Any, directory: str, key: str) -> Any:
@@ -110,8 +127,10 @@ def encode(value: Any, directory: str, key: str) -> Any:
         return {"__op__": encode_op(value, directory, key)}
     if isinstance(value, type) and value in (int, float, str, bool):
         return {"__pytype__": value.__name__}
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return {"__nptype__": np.dtype(value).str}
     if callable(value) and not hasattr(value, "to_pandas") and not hasattr(value, "dtypes"):
-        return {"__function__": function_path(value)}
+        return _encode_function(value)
     if _is_sparse(value):
         return _encode_sparse(value, directory, key)
     try:
@@ -128,56 +147,13 @@ def encode(value: Any, directory: str, key: str) -> Any:
     raise SaveError(f"cannot save a value of type {type(value).__module__}.{type(value).__name__} ({key}): {value!r:.80}")
 
 
-def decode(value: Any, directory: str, engine: str | None = None) -> Any:
-    """Inverse of :func:`encode`."""
-    from tabflow.schema import Tags
-    from tabflow.selector import ColumnSelector
-
-    if isinstance(value, list):
-        return [decode(v, directory, engine) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if "__dict__" in value:
-        return {k: decode(v, directory, engine) for k, v in value["__dict__"].items()}
-    if "__items__" in value:
-        return {decode(k, directory, engine): decode(v, directory, engine) for k, v in value["__items__"]}
-    if "__tuple__" in value:
-        return tuple(decode(v, directory, engine) for v in value["__tuple__"])
-    if "__set__" in value:
-        return {decode(v, directory, engine) for v in value["__set__"]}
-    if "__float__" in value:
-        return float(value["__float__"])
-    if "__tag__" in value:
-        return Tags(value["__tag__"])
-    if "__npscalar__" in value:
-        raw = value["__npscalar__"]
-        return np.dtype(value["dtype"]).type(float(raw) if isinstance(raw, str) else raw)
-    if "__dtype__" in value:
-        return np.dtype(value["__dtype__"])
-    if "__ndarray__" in value:
-        return np.asarray(decode(value["__ndarray__"], directory, engine), dtype=value["dtype"])
-    if "__selector__" in value:
-        return ColumnSelector.from_dict(value["__selector__"])
-    if "__op__" in value:
-        return decode_op(value["__op__"], directory, engine)
-    if "__pytype__" in value:
-        return {"int": int, "float": float, "str": str, "bool": bool}[value["__pytype__"]]
-    if "__function__" in value:
-        return resolve_function(value["__function__"])
-    if "__sparse__" in value:
-        return _decode_sparse(value, directory)
-    if "__parquet__" in value:
-        path = os.path.join(directory, value["__parquet__"])
-        if not os.path.exists(path):
-            raise LoadError(f"saved statistics file {path} is missing; the workflow directory is incomplete")
-        backend = get_backend("pandas")
-        frame = backend.from_arrow(pq.read_table(path))
-        if value["series"]:
-            series = frame.iloc[:, 0]
-            series.name = value["name"]
-            return series
-        return frame
-    raise LoadError(f"unrecognised saved value {value!r:.120}")
+def _encode_function(func: Any) -> dict:
+    """A registered function (or NumPy ufunc) by name; any other function as its code."""
+    name = registered_name(func)
+    if name is not None:
+        return {"__function__": name}
+    record = code_record(func)
+    return {"__code__": record if record is not None else capture_code(func)}
 
 
 def encode_op(op: Any, directory: str, key: str) -> dict:
@@ -193,24 +169,252 @@ def encode_op(op: Any, directory: str, key: str) -> dict:
     return encoded
 
 
-def decode_op(data: dict, directory: str, engine: str | None = None) -> Any:
-    from tabflow.ops.operator import OPERATOR_REGISTRY
+# ------------------------------------------------------------------------------- decoding
+
+
+def decode(value: Any, directory: str, engine: str | None = None, trust_code: bool = False) -> Any:
+    """Inverse of :func:`encode`, safe on documents from anyone (see the module docstring)."""
+    return _decode(value, _Context(directory=directory, engine=engine, trust_code=trust_code))
+
+
+def _decode(value: Any, ctx: _Context) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, ctx) for v in value]
+    if not isinstance(value, dict):
+        return value
+    try:
+        return _decode_tagged(value, ctx)
+    except (LoadError, UntrustedCodeError):
+        raise
+    except (TypeError, ValueError, KeyError, OverflowError) as err:
+        raise LoadError(f"{ctx.owner}: malformed saved value {value!r:.120} ({type(err).__name__}: {err})") from None
+
+
+def _decode_tagged(value: dict, ctx: _Context) -> Any:
+    from tabflow.schema import Tags
+    from tabflow.selector import ColumnSelector
+
+    if "__dict__" in value:
+        return {_text(k, ctx): _decode(v, ctx) for k, v in _mapping(value["__dict__"], ctx).items()}
+    if "__items__" in value:
+        return {_hashable(_decode(k, ctx), ctx): _decode(v, ctx) for k, v in _pairs(value["__items__"], ctx)}
+    if "__tuple__" in value:
+        return tuple(_decode(v, ctx) for v in _sequence(value["__tuple__"], ctx))
+    if "__set__" in value:
+        return {_hashable(_decode(v, ctx), ctx) for v in _sequence(value["__set__"], ctx)}
+    if "__float__" in value:
+        return float(_text(value["__float__"], ctx))
+    if "__tag__" in value:
+        return Tags(value["__tag__"])
+    if "__npscalar__" in value:
+        raw = value["__npscalar__"]
+        dtype = _safe_dtype(value.get("dtype"), ctx)
+        if isinstance(raw, (list, dict)):
+            raise LoadError(f"{ctx.owner}: a saved NumPy scalar holds {raw!r:.80}")
+        return dtype.type(float(raw) if isinstance(raw, str) and dtype.kind in "fc" else raw)
+    if "__dtype__" in value:
+        return _safe_dtype(value["__dtype__"], ctx)
+    if "__ndarray__" in value:
+        dtype = _safe_dtype(value.get("dtype"), ctx)
+        data = _decode(value["__ndarray__"], ctx)
+        if _leaves(data) * max(1, dtype.itemsize) > MAX_ARRAY_BYTES:
+            raise LoadError(f"{ctx.owner}: a saved array would take more than {MAX_ARRAY_BYTES} bytes")
+        return np.asarray(data, dtype=dtype)
+    if "__selector__" in value:
+        return _selector(value["__selector__"], ctx)
+    if "__op__" in value:
+        return _decode_op(value["__op__"], ctx)
+    if "__pytype__" in value:
+        types = {"int": int, "float": float, "str": str, "bool": bool}
+        if value["__pytype__"] not in types:
+            raise LoadError(f"{ctx.owner}: unknown saved type {value['__pytype__']!r:.40}")
+        return types[value["__pytype__"]]
+    if "__nptype__" in value:
+        return _safe_dtype(value["__nptype__"], ctx).type
+    if "__function__" in value:
+        return resolve_registered(value["__function__"], ctx.owner)
+    if "__code__" in value:
+        record = check_record(value["__code__"], ctx.owner)
+        return compile_code(record, ctx.owner) if ctx.trust_code else SavedCode(record, ctx.owner)
+    if "__sparse__" in value:
+        return _decode_sparse(value, ctx)
+    if "__parquet__" in value:
+        path = member_file(value["__parquet__"], ctx.directory, ctx.owner)
+        frame = get_backend("pandas").from_arrow(_read_parquet(path, ctx))
+        if value.get("series"):
+            series = frame.iloc[:, 0]
+            series.name = value.get("name")
+            return series
+        return frame
+    raise LoadError(f"{ctx.owner}: unrecognised saved value {value!r:.120}")
+
+
+def decode_op(data: Any, directory: str, engine: str | None = None, trust_code: bool = False, owner: str = "op") -> Any:
+    """An op from :func:`encode_op`'s form, checked against its class (see the module docstring)."""
+    return _decode_op(data, _Context(directory=directory, engine=engine, trust_code=trust_code, owner=owner))
+
+
+def _decode_op(data: Any, ctx: _Context) -> Any:
+    from tabflow.ops.operator import OPERATOR_REGISTRY, StatOperator
 
     import tabflow.ops  # noqa: F401  (registers the built-in ops)
 
+    if not isinstance(data, dict) or not isinstance(data.get("class"), str) or set(data) - {"class", "params", "state"}:
+        raise LoadError(f"{ctx.owner}: malformed saved op {data!r:.120}")
     cls = OPERATOR_REGISTRY.get(data["class"])
     if cls is None:
         raise LoadError(
-            f"the saved workflow uses the op {data['class']!r}, which is not a tabflow op and has not "
-            "been imported; import the module that defines it before Workflow.load"
+            f"{ctx.owner}: the saved workflow uses the op {data['class']!r:.100}, which is not a tabflow op and has "
+            "not been defined in this process; import the module that defines it before Workflow.load"
         )
-    op = cls(**{k: decode(v, directory, engine) for k, v in data["params"].items()})
-    for name, value in data["state"].items():
-        setattr(op, name, decode(value, directory, engine))
-    if data["state"]:
+    owner = f"{ctx.owner} ({cls.__name__})"
+    params = _mapping(data.get("params", {}), ctx.at(owner))
+    declared = cls._param_names()
+    unknown = [name for name in params if name not in declared]
+    if unknown:
+        raise LoadError(f"{owner}: {cls.__name__} takes no parameter(s) {[str(u)[:60] for u in unknown]}; it takes {declared}")
+    kwargs = {name: _decode(value, ctx.at(f"{owner}, parameter {name!r}")) for name, value in params.items()}
+    try:
+        op = cls(**kwargs)
+    except Exception as err:  # noqa: BLE001 - a constructor refusing saved parameters
+        raise LoadError(f"{owner}: {cls.__name__}(**saved parameters) raised {type(err).__name__}: {err}") from err
+    state = _mapping(data.get("state", {}), ctx.at(owner))
+    legacy = issubclass(cls, StatOperator) and op.uses_legacy_fit
+    for name in state:
+        _check_state_name(cls, name, declared, legacy, owner)
+    for name, value in state.items():
+        setattr(op, name, _decode(value, ctx.at(f"{owner}, fitted {name!r}")))
+    if state:
         op._fitted_by_workflow = True
-        op._state_names = sorted(k for k in data["state"] if not k.endswith("_"))
+        op._state_names = sorted(k for k in state if not k.endswith("_"))
     return op
+
+
+def _check_state_name(cls: type, name: Any, params: list[str], legacy: bool, owner: str) -> None:
+    """A fitted attribute may only add data to the op, never replace its behaviour."""
+    valid = (
+        isinstance(name, str)
+        and name.isidentifier()
+        and not keyword.iskeyword(name)
+        and not name.startswith("_")
+        and (name.endswith("_") or legacy)  # NVTabular-style ops fitted by ``fit`` keep any public name
+        and name not in params
+        and not hasattr(cls, name)
+    )
+    if not valid:
+        raise LoadError(
+            f"{owner}: the saved fitted attribute {str(name)[:60]!r} is not one {cls.__name__} can have (fitted "
+            "attributes are public names ending in '_' that shadow no method, property or parameter)"
+        )
+
+
+# --------------------------------------------------------------------------- checked parts
+
+
+def member_file(name: Any, directory: str, owner: str = "the workflow") -> str:
+    """The path of the saved file ``name``, which must be a regular file directly inside
+    ``directory`` (no separators, no ``..``, no symbolic link leading out)."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\x00" in name
+        or os.path.isabs(name)
+    ):
+        raise LoadError(f"{owner}: the saved file reference {name!r:.100} is not a plain file name inside the saved directory")
+    root = os.path.realpath(directory)
+    path = os.path.realpath(os.path.join(root, name))
+    if os.path.dirname(path) != root:
+        raise LoadError(f"{owner}: the saved file {name!r} leads outside the saved directory {directory}")
+    try:
+        info = os.stat(path)
+    except OSError:
+        raise LoadError(f"{owner}: saved file {os.path.join(directory, name)} is missing; the workflow directory is incomplete") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise LoadError(f"{owner}: saved file {os.path.join(directory, name)} is not a regular file")
+    return path
+
+
+def _read_parquet(path: str, ctx: _Context) -> pa.Table:
+    try:
+        return pq.read_table(path)
+    except (OSError, pa.ArrowException) as err:
+        raise LoadError(f"{ctx.owner}: saved table {path} cannot be read: {err}") from err
+
+
+def _safe_dtype(text: Any, ctx: _Context) -> np.dtype:
+    if not isinstance(text, str) or len(text) > 40:
+        raise LoadError(f"{ctx.owner}: invalid saved dtype {text!r:.60}")
+    try:
+        dtype = np.dtype(text)
+    except (TypeError, ValueError):
+        raise LoadError(f"{ctx.owner}: unknown saved dtype {text!r}") from None
+    if dtype.kind not in _DTYPE_KINDS or dtype.fields is not None or dtype.subdtype is not None or (
+        dtype.kind in "SU" and dtype.itemsize > _MAX_TEXT_ITEMSIZE
+    ):
+        raise LoadError(f"{ctx.owner}: saved dtype {text!r} is not a plain numeric, text or object dtype")
+    return dtype
+
+
+def _leaves(data: Any) -> int:
+    if isinstance(data, (list, tuple)):
+        return sum(_leaves(v) for v in data) or 1
+    return 1
+
+
+def decode_selector(data: Any, owner: str = "the saved selector") -> Any:
+    """A :class:`~tabflow.selector.ColumnSelector` from its saved form, every field checked."""
+    return _selector(data, _Context(directory="", owner=owner))
+
+
+def _selector(data: Any, ctx: _Context) -> Any:
+    from tabflow.selector import ColumnSelector
+
+    data = _mapping(data, ctx)
+    names = _sequence(data.get("names", []), ctx)
+    if not all(isinstance(n, str) for n in names):
+        raise LoadError(f"{ctx.owner}: a saved column selector holds non-string names")
+    tags = [_text(t, ctx) for t in _sequence(data.get("tags", []), ctx)]
+    subgroups = [_selector(g, ctx) for g in _sequence(data.get("subgroups", []), ctx)]
+    return ColumnSelector(names, subgroups=subgroups, tags=tags or None)
+
+
+def _mapping(value: Any, ctx: _Context) -> dict:
+    if not isinstance(value, dict):
+        raise LoadError(f"{ctx.owner}: expected a mapping, found {value!r:.80}")
+    return value
+
+
+def _sequence(value: Any, ctx: _Context) -> list:
+    if not isinstance(value, list):
+        raise LoadError(f"{ctx.owner}: expected a list, found {value!r:.80}")
+    return value
+
+
+def _pairs(value: Any, ctx: _Context) -> list:
+    pairs = _sequence(value, ctx)
+    if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        raise LoadError(f"{ctx.owner}: malformed saved mapping {value!r:.80}")
+    return pairs
+
+
+def _text(value: Any, ctx: _Context) -> str:
+    if not isinstance(value, str):
+        raise LoadError(f"{ctx.owner}: expected text, found {value!r:.80}")
+    return value
+
+
+def _hashable(value: Any, ctx: _Context) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise LoadError(f"{ctx.owner}: a saved key or set member is not hashable: {value!r:.80}") from None
+    return value
+
+
+# ----------------------------------------------------------------------------- sparse
 
 
 def _is_sparse(value: Any) -> bool:
@@ -229,17 +433,19 @@ def _encode_sparse(value: Any, directory: str, key: str) -> dict:
     return {"__sparse__": filename, "shape": [int(n) for n in host.shape], "format": host.format}
 
 
-def _decode_sparse(value: dict, directory: str) -> Any:
+def _decode_sparse(value: dict, ctx: _Context) -> Any:
     import scipy.sparse as sp
 
-    path = os.path.join(directory, value["__sparse__"])
-    if not os.path.exists(path):
-        raise LoadError(f"saved sparse matrix file {path} is missing; the workflow directory is incomplete")
-    table = pq.read_table(path)
-    coo = sp.coo_matrix(
-        (table["value"].to_numpy(), (table["row"].to_numpy(), table["col"].to_numpy())), shape=tuple(value["shape"])
-    )
-    return coo.asformat(value.get("format", "csr"))
+    path = member_file(value["__sparse__"], ctx.directory, ctx.owner)
+    shape = _sequence(value.get("shape"), ctx)
+    if len(shape) != 2 or not all(isinstance(n, int) and 0 <= n < 2**40 for n in shape):
+        raise LoadError(f"{ctx.owner}: malformed shape of a saved sparse matrix: {shape!r:.60}")
+    fmt = value.get("format", "csr")
+    if fmt not in ("csr", "csc", "coo"):
+        raise LoadError(f"{ctx.owner}: unknown sparse format {fmt!r:.20}")
+    table = _read_parquet(path, ctx)
+    coo = sp.coo_matrix((table["value"].to_numpy(), (table["row"].to_numpy(), table["col"].to_numpy())), shape=tuple(shape))
+    return coo.asformat(fmt)
 
 
 def _safe(key: str) -> str:

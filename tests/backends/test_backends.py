@@ -255,3 +255,44 @@ def test_lists_from_user_functions_are_observed_whatever_the_labels():
     frame = pandas.with_list_columns(pd.DataFrame({0: [[1], [2, 3]], "n": [1, 2]}))
     assert pandas.canonical_dtype(frame[0].dtype) == "list<int64>" and frame[0].tolist()[1] == [2, 3]
     assert frame["n"].tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "values, source, canonical, expected, expected_canonical",
+    [
+        ([30.0, 31.0], "float64", "int64", [30, 31], "int64"),  # integral floats: cast
+        ([30.0, 30.5], "float64", "int64", [30.0, 30.5], "float64"),  # 30.5 is not 30
+        ([30.0, None], "float64", "Int64", [30, None], "Int64"),
+        ([30.5, None], "float64", "Int64", [30.5, None], "float64"),
+        ([2**40, 1], "int64", "int32", [2**40, 1], "int64"),  # would wrap to 0
+        ([300, 1], "int64", "uint8", [300, 1], "int64"),
+        ([-1, 1], "int64", "uint64", [-1, 1], "int64"),
+        ([2**53 + 1], "int64", "float64", [2**53 + 1], "int64"),  # not exactly a float64
+        ([5, 1], "int32", "int64", [5, 1], "int64"),  # widening
+        ([5, None], "Int64", "int64", [5, None], "Int64"),  # a null the fitted column never had
+        ([0.1, 2.5], "float64", "float32", [np.float32(0.1), 2.5], "float32"),  # rounded to the fitted precision
+        ([0, 1], "int64", "bool", [False, True], "bool"),
+        ([0, 2], "int64", "bool", [0, 2], "int64"),
+        (["7", " 8", None], "string", "Int64", [7, 8, None], "Int64"),
+        (["7", "8.5"], "string", "float64", [7.0, 8.5], "float64"),
+        ([1, 2], "int64", "string", ["1", "2"], "string"),
+    ],
+)
+def test_conform_column_casts_only_when_no_value_changes(backend, values, source, canonical, expected, expected_canonical):
+    series = backend.from_host(pd.Series(values, dtype=get_backend("pandas").engine_dtype(source), name="c"))
+    out = backend.conform_column(series, canonical)
+    assert backend.canonical_dtype(out.dtype) == backend.canonical_dtype(backend.engine_dtype(expected_canonical))
+    got = [None if pd.isna(v) else v for v in _host(backend, out).tolist()]
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    "values, dtype, bad, row",
+    [(["12", "abc", None], "string", "abc", 1), (["1", ""], "string", "", 1), ([1, "two"], object, "two", 1)],
+)
+def test_conform_column_names_a_non_number_in_a_numeric_column(backend, values, dtype, bad, row):
+    if dtype is object and backend.name != "pandas":
+        pytest.skip("mixed Python objects exist only in pandas frames")
+    series = backend.from_host(pd.Series(values, dtype=dtype, name="age"))
+    with pytest.raises(ValueError, match=rf"column 'age' holds {bad!r} \(row {row}\), which is not a number.*int64.*pd.to_numeric"):
+        backend.conform_column(series, "int64")

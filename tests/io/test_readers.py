@@ -318,3 +318,172 @@ def test_memory_expansion_without_a_sample_equals_the_sampled_one(tmp_path, colu
     reference = max(1.0, backend.memory_usage(sample) / 250 / (metadata.row_group(0).total_byte_size / 250))
     got = _memory_expansion(str(path), metadata.row_group(0), backend, metadata.schema.to_arrow_schema())
     assert got == pytest.approx(reference, rel=1e-9)
+
+
+# ------------------------------------------------------ types unified across files (no silent casts)
+
+
+def _parts_and_ddf(ds):
+    """Every partition read directly (``to_iter``) and through dask, as lists of frames."""
+    direct = list(ds.to_iter())
+    through_dask = [part.compute() for part in ds.to_ddf().to_delayed()]
+    return direct, through_dask
+
+
+@pytest.mark.parametrize(
+    "first, second, unified",
+    [
+        (pa.array([1, -2], pa.int32()), pa.array([2**40, 3], pa.int64()), "int64"),
+        (pa.array([2**40, 3], pa.int64()), pa.array([1, -2], pa.int32()), "int64"),
+        (pa.array([1, 2**40], pa.int64()), pa.array([3.5, -0.25], pa.float64()), "float64"),
+        (pa.array([3.5, 1e-3], pa.float64()), pa.array([7, 8], pa.int64()), "float64"),
+        (pa.array([2**31, 0], pa.uint32()), pa.array([-1, 5], pa.int32()), "int64"),
+        (pa.array([None, None], pa.null()), pa.array([1, 2], pa.int32()), "Int32"),
+        (pa.array([1, None], pa.int32()), pa.array([2**40, 5], pa.int64()), "Int64"),
+        (pa.array([0.5, None], pa.float32()), pa.array([1.5, 2.5], pa.float64()), "float64"),
+        (pa.array(["a", None], pa.string()), pa.array(["b", "c"], pa.large_string()), "string"),
+        (pa.array(["a", "b"]).dictionary_encode(), pa.array(["c", None], pa.string()), "string"),
+    ],
+)
+def test_column_types_unify_across_parquet_files(tmp_path, first, second, unified):
+    pq.write_table(pa.table({"v": first, "k": pa.array([0, 1])}), tmp_path / "f1.parquet")
+    pq.write_table(pa.table({"v": second, "k": pa.array([2, 3])}), tmp_path / "f2.parquet")
+    ds = nvt.Dataset(str(tmp_path), engine="parquet")
+    assert ds.schema["v"].dtype == unified
+    expected = first.to_pylist() + second.to_pylist()
+    direct, through_dask = _parts_and_ddf(ds)
+    for parts in (direct, through_dask):
+        # Every partition has the planned dtype, whatever its own file stores ...
+        assert {ds.backend.canonical_dtype(part["v"].dtype) for part in parts} == {unified}
+        # ... and every value is the file's own (2**40 stays 2**40, 3.5 stays 3.5).
+        values = [None if pd.isna(v) else v for part in parts for v in part["v"].tolist()]
+        assert values == expected
+    assert ds.compute()["v"].dtype == ds.backend.engine_dtype(unified)
+
+
+def test_unified_types_in_many_files_are_planned_from_footers_only(tmp_path, monkeypatch):
+    for i in range(40):
+        values = pa.array([i, -i], pa.int32()) if i % 2 else pa.array([i, 2**33 + i], pa.int64())
+        pq.write_table(pa.table({"v": values}), tmp_path / f"p{i}.parquet")
+
+    def no_data(*args, **kwargs):
+        raise AssertionError("planning read column data")
+
+    with monkeypatch.context() as patch:
+        for name in ("read", "read_row_groups", "read_row_group", "iter_batches"):
+            patch.setattr(pq.ParquetFile, name, no_data)
+        ds = nvt.Dataset(str(tmp_path), engine="parquet")
+    assert ds.schema["v"].dtype == "int64" and ds.num_rows == 80
+    assert ds.compute()["v"].tolist()[:4] == [0, 2**33, 1, -1]
+
+
+def test_string_and_number_in_different_files_is_an_error_naming_both(tmp_path):
+    pq.write_table(pa.table({"v": pa.array([1, 2]), "k": pa.array([0, 1])}), tmp_path / "nums.parquet")
+    pq.write_table(pa.table({"v": pa.array(["x", "y"]), "k": pa.array([2, 3])}), tmp_path / "words.parquet")
+    with pytest.raises(DatasetReadError, match=r"column 'v' is int64 in .*nums.parquet.* but string in .*words.parquet.*dtypes=\{'v': 'string'\}"):
+        nvt.Dataset(str(tmp_path), engine="parquet")
+    # The fix the message names: one dtype for the column, given by the user.
+    ds = nvt.Dataset(str(tmp_path), engine="parquet", dtypes={"v": "string"})
+    assert ds.schema["v"].dtype == "string"
+    assert ds.compute()["v"].tolist() == ["1", "2", "x", "y"]
+
+
+def test_value_that_does_not_fit_the_unified_type_is_an_error_naming_the_file(tmp_path):
+    # uint64 + int64 unify to int64 (as in Arrow); 2**63 does not fit it and must not wrap.
+    pq.write_table(pa.table({"v": pa.array([1, 2], pa.int64())}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"v": pa.array([2**63, 5], pa.uint64())}), tmp_path / "b.parquet")
+    ds = nvt.Dataset(str(tmp_path), engine="parquet")
+    assert ds.schema["v"].dtype == "int64"
+    with pytest.raises(DatasetReadError, match=r"b.parquet.*row group 0.*column 'v'.*9223372036854775808"):
+        ds.compute()
+    with pytest.raises(DatasetReadError, match=r"b.parquet"):
+        list(ds.to_iter())
+
+
+def test_user_dtypes_never_wrap_or_truncate_parquet_values(tmp_path):
+    pq.write_table(pa.table({"big": pa.array([2**40]), "frac": pa.array([3.5])}), tmp_path / "a.parquet")
+    with pytest.raises(DatasetReadError, match=r"column 'big'.*int32"):
+        nvt.Dataset(str(tmp_path), dtypes={"big": "int32"}).compute()
+    with pytest.raises(DatasetReadError, match=r"column 'frac'.*int64"):
+        nvt.Dataset(str(tmp_path), dtypes={"frac": "int64"}).compute()
+    # Widening and float rounding are what was asked for.
+    out = nvt.Dataset(str(tmp_path), dtypes={"big": "float64", "frac": "float32"}).compute()
+    assert out["big"].tolist() == [2.0**40] and out["frac"].dtype == np.float32
+
+
+def test_orc_column_types_unify_across_files(tmp_path):
+    orc.write_table(pa.table({"v": pa.array([1, 2], pa.int32())}), str(tmp_path / "a.orc"))
+    orc.write_table(pa.table({"v": pa.array([2**40, 3.5], pa.float64())}), str(tmp_path / "b.orc"))
+    ds = nvt.Dataset(str(tmp_path), engine="orc")
+    assert ds.schema["v"].dtype == "float64"
+    assert ds.compute()["v"].tolist() == [1.0, 2.0, 2.0**40, 3.5]
+    orc.write_table(pa.table({"v": pa.array(["s", "t"])}), str(tmp_path / "c.orc"))
+    with pytest.raises(DatasetReadError, match=r"column 'v' is double in .*b.orc.* but string in .*c.orc"):
+        nvt.Dataset(str(tmp_path), engine="orc")
+
+
+# ------------------------------------------------------------------- duplicate column names
+
+
+def test_duplicate_column_in_a_parquet_file_is_named(tmp_path):
+    pq.write_table(pa.table([pa.array([1]), pa.array([2]), pa.array([3])], names=["a", "b", "a"]), tmp_path / "d.parquet")
+    with pytest.raises(DatasetReadError, match=r"d.parquet.*column name\(s\) \['a'\] more than once"):
+        nvt.Dataset(str(tmp_path / "d.parquet"))
+
+
+def test_duplicate_column_in_a_csv_header_is_named(tmp_path):
+    (tmp_path / "d.csv").write_text("a,b,a\n1,2,3\n")
+    with pytest.raises(DatasetReadError, match=r"header of CSV file .*d.csv.*\['a'\] more than once.*names="):
+        nvt.Dataset(str(tmp_path / "d.csv"))
+    # The fix it names: distinct names replacing the header line.
+    out = nvt.Dataset(str(tmp_path / "d.csv"), names=["a", "b", "a2"], header=0).compute()
+    assert out.to_dict("list") == {"a": [1], "b": [2], "a2": [3]}
+    with pytest.raises(ValueError, match=r"names= has the column name\(s\) \['b'\]"):
+        nvt.Dataset(str(tmp_path / "d.csv"), names=["a", "b", "b"], header=0)
+    (tmp_path / "t.tsv").write_text("# comment\nx\ty\tx\n1\t2\t3\n")
+    with pytest.raises(DatasetReadError, match=r"\['x'\]"):
+        nvt.Dataset(str(tmp_path / "t.tsv"), engine="csv", sep="\t", skiprows=1)
+
+
+@pytest.mark.parametrize("dask", [False, True])
+def test_duplicate_column_in_a_frame_is_named(dask):
+    frame = pd.DataFrame([[1, 2, 3, 4]], columns=["a", "b", "a", "c"])
+    source = dd.from_pandas(frame, npartitions=1) if dask else frame
+    with pytest.raises(ValueError, match=r"DataFrame given to Dataset has the column name\(s\) \['a'\] more than once"):
+        nvt.Dataset(source)
+
+
+# ------------------------------------------------------------------ read errors name the file
+
+
+def _corrupt_page(path, row_group=0):
+    """Overwrite the header of the first data page of ``row_group``'s first column."""
+    offset = pq.read_metadata(path).row_group(row_group).column(0).data_page_offset
+    data = bytearray(path.read_bytes())
+    data[offset : offset + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+
+
+def test_corrupt_page_in_the_first_row_group_names_the_file(tmp_path):
+    # A string column makes planning read a sample of row group 0, which meets the bad page.
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"x": np.arange(1000), "s": [f"v{i}" for i in range(1000)]}), path, row_group_size=250)
+    _corrupt_page(path)
+    with pytest.raises(DatasetReadError, match=r"s.parquet.*\(row group 0\).*corrupt") as caught:
+        nvt.Dataset(str(path))
+    assert isinstance(caught.value.__cause__, OSError) and caught.value.__cause__ is not caught.value
+
+
+def test_corrupt_page_met_while_reading_names_the_file_and_row_group(tmp_path):
+    # Numeric columns are planned from the footer alone: the bad page is met on reading.
+    good, bad = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    for path in (good, bad):
+        pq.write_table(pa.table({"x": np.arange(1000)}), path, row_group_size=250)
+    _corrupt_page(bad, row_group=2)
+    ds = nvt.Dataset(str(tmp_path))  # one partition per file: row groups 0-3 together
+    with pytest.raises(DatasetReadError, match=r"b.parquet' \(row group 2\)") as caught:
+        ds.compute()
+    assert caught.value.__cause__ is not None
+    with pytest.raises(DatasetReadError, match=r"b.parquet' \(row group 2\)"):
+        list(ds.to_iter())
+    assert len(next(iter(ds.to_iter()))) == 1000  # the good file still reads

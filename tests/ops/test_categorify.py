@@ -580,3 +580,70 @@ def test_cardinality_memory_limit_warns_about_large_vocabularies(frame):
 def test_bad_fitting_options_are_clear_errors(frame, kwargs, error, match):
     with pytest.raises(error, match=match):
         nvt.Workflow(["s"] >> ops.Categorify(**kwargs)).fit(frame)
+
+
+# ----------------------------------------------------- floats against an integer vocabulary
+FLOAT_BATCHES = [
+    # The same values in batches whose other rows differ: codes must not depend on them.
+    [30.0, 30.5, 7.0, 7.25],
+    [30.0, 7.0],
+    [30.5, np.nan, 30.0],
+    [7.25, np.inf, -np.inf, 7.0],
+    [30.5],
+    [30.0],
+]
+
+
+def _float_reference(value, vocab, n_oov):
+    """Integral floats are their integer; any other value is OOV (hashed when n_oov > 1)."""
+    if _isnull(value):
+        return 1
+    if np.isfinite(value) and value == int(value) and int(value) in vocab:
+        return vocab[int(value)]
+    return 2 if n_oov == 1 else 2 + reference_buckets([value], n_oov)[0]
+
+
+@pytest.mark.parametrize("n_oov", [1, 5])
+@pytest.mark.parametrize("dtype", ["float64", "Float64", "float32"])
+def test_floats_match_an_integer_vocabulary_only_when_integral(rng, n_oov, dtype):
+    train = pd.DataFrame({"i": pd.array(rng.choice([7, 30, 41, 2, 2, 2], N), dtype="Int64").copy()})
+    train.loc[rng.random(N) < 0.05, "i"] = pd.NA
+    wf = nvt.Workflow(["i"] >> ops.Categorify(num_buckets=n_oov if n_oov > 1 else None))
+    wf.fit(nvt.Dataset(train, npartitions=3))
+    vocab = reference_vocab(train["i"].dropna().astype(int).tolist(), n_oov=n_oov)
+    for batch in FLOAT_BATCHES:
+        frame = pd.DataFrame({"i": pd.array(batch, dtype=dtype)})
+        expected = [_float_reference(float(v), vocab, n_oov) for v in frame["i"].astype("float64")]
+        assert wf.transform(frame)["i"].tolist() == expected, batch
+        # A partitioned dataset with the same values gives the same codes.
+        out = wf.transform(nvt.Dataset(frame, npartitions=2)).compute()
+        assert out["i"].tolist() == expected, batch
+    assert wf.transform(pd.DataFrame({"i": [30, 7]}))["i"].tolist() == [vocab[30], vocab[7]]
+
+
+def test_floats_in_joint_and_combo_groups_match_integers_only_when_integral(rng):
+    train = pd.DataFrame({
+        "a": rng.choice([1, 2, 30], N), "b": rng.choice([30, 4, 7], N),
+        "s": pd.Series(rng.choice(["x", "y"], N), dtype="str"),
+    })
+    joint = nvt.Workflow([["a", "b"]] >> ops.Categorify()).fit(train)
+    combo = nvt.Workflow([["a", "s"]] >> ops.Categorify(encode_type="combo", num_buckets=3)).fit(train)
+    joint_vocab = reference_vocab(list(train["a"]) + list(train["b"]))
+    combo_vocab = reference_vocab(list(zip(train["a"], train["s"])), n_oov=3)
+    buckets = {}
+    for batch in FLOAT_BATCHES:
+        strings = ["x" if k % 2 else "y" for k in range(len(batch))]
+        frame = pd.DataFrame({"a": batch, "b": batch[::-1], "s": pd.Series(strings, dtype="str")})
+        out = joint.transform(frame)
+        for name in ("a", "b"):
+            assert out[name].tolist() == [_float_reference(v, joint_vocab, 1) for v in frame[name]], (batch, name)
+        for value, string, code in zip(batch, strings, combo.transform(frame)["a_s"].tolist()):
+            integral = np.isfinite(value) and value == int(value)
+            if integral and (int(value), string) in combo_vocab:
+                assert code == combo_vocab[(int(value), string)], (batch, value)
+            else:
+                # Out of vocabulary (a null part too: the row is not all null), in one of the
+                # OOV buckets, the same one in every batch.
+                assert 2 <= code < 5, (batch, value)
+                key = (int(value) if integral else value, string)
+                assert buckets.setdefault(str(key), code) == code, (batch, value)

@@ -56,7 +56,8 @@ def test_many_partitions_equal_one(frame):
 def test_binary_columns_and_all_null_column():
     df = pd.DataFrame({"x": [1.0, np.nan, 3.0], "n": [np.nan, np.nan, np.nan]})
     wf = nvt.Workflow(["x", "n"] >> ops.FillMedian(add_binary_cols=True))
-    out = wf.fit_transform(df)
+    with pytest.warns(UserWarning, match=r"FillMedian: column\(s\) \['n'\] held no finite value"):
+        out = wf.fit_transform(df)
     assert out.columns.tolist() == ["x", "n", "x_filled", "n_filled"]
     assert out["x"].tolist() == [1.0, 2.0, 3.0]
     assert out["x_filled"].tolist() == [False, True, False]
@@ -77,3 +78,30 @@ def test_errors(frame):
     df = pd.DataFrame({"s": pd.array(["a", None], dtype="string")})
     with pytest.raises(TypeError, match="'s'"):
         nvt.Workflow(["s"] >> ops.FillMedian()).fit(df)
+
+
+def test_infinities_are_left_out_of_the_median_and_kept(rng, to_engine):
+    n = 301
+    x = rng.normal(size=n).round(2)
+    x[rng.choice(n, 30, replace=False)] = np.nan
+    # More +inf than anything else: counted as values they would drag the median up.
+    x[rng.choice(np.flatnonzero(~np.isnan(x)), 40, replace=False)] = np.inf
+    x[:3] = [-np.inf, np.nan, np.inf]
+    frame = pd.DataFrame({"x": x, "both": np.where(np.arange(n) % 2 == 0, -np.inf, np.inf)})
+    frame.loc[[1, 2, 3], "both"] = [np.nan, 1.0, 2.0]
+    wf = nvt.Workflow(["x", "both"] >> ops.FillMedian())
+    out = to_host(wf.fit_transform(dataset_with_empty_partitions(to_engine(frame), 4)).compute())
+    for name in ["x", "both"]:
+        values = frame[name].to_numpy()
+        median = float(np.median(values[np.isfinite(values)]))
+        assert wf.ops[0].medians_[name] == median
+        # Nulls get the finite median; infinities are values, not nulls, and stay.
+        np.testing.assert_array_equal(out[name].to_numpy(), np.where(np.isnan(values), median, values))
+    assert wf.ops[0].medians_["both"] == 1.5  # not the NaN that (-inf + inf) / 2 would give
+
+
+def test_column_without_finite_values_warns_and_keeps_its_nulls():
+    train = pd.DataFrame({"inf": [np.inf, -np.inf, np.nan]})
+    with pytest.warns(UserWarning, match=r"FillMedian: column\(s\) \['inf'\] held no finite value"):
+        wf = nvt.Workflow(["inf"] >> ops.FillMedian()).fit(train)
+    assert wf.transform(train)["inf"].tolist()[:2] == [np.inf, -np.inf] and np.isnan(wf.transform(train)["inf"][2])

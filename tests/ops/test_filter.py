@@ -8,13 +8,14 @@ import pytest
 
 import tabflow as nvt
 from tabflow import ops
-from tabflow.serialize import SaveError
+from tabflow.serialize import UntrustedCodeError
 
 from _op_helpers import dataset_with_empty_partitions, to_host
 
 
+@nvt.register_function
 def positive_price(df):
-    """Module-level, so the workflow can be saved."""
+    """Registered, so a saved workflow names it and loads without trusting code."""
     return df["price"] > 0
 
 
@@ -77,5 +78,10 @@ def test_save_load(frame, tmp_path):
     workflow.save(str(tmp_path / "wf"))
     loaded = nvt.Workflow.load(str(tmp_path / "wf"))
     pd.testing.assert_frame_equal(loaded.transform(frame), workflow.transform(frame))
-    with pytest.raises(SaveError, match="lambda"):
-        nvt.Workflow(["price"] >> ops.Filter(lambda df: df["price"] > 0)).fit(frame).save(str(tmp_path / "x"))
+    assert loaded.ops[0].f is positive_price  # registered: by name, no trust needed
+    with_lambda = nvt.Workflow(["price", "item"] >> ops.Filter(lambda df: df["price"] > 0)).fit(frame)
+    with_lambda.save(str(tmp_path / "x"))
+    with pytest.raises(UntrustedCodeError, match=r'Filter(?s:.*)lambda df: df\["price"\] > 0(?s:.*)trust_code=True'):
+        nvt.Workflow.load(str(tmp_path / "x")).transform(frame)
+    trusted = nvt.Workflow.load(str(tmp_path / "x"), trust_code=True)
+    pd.testing.assert_frame_equal(trusted.transform(frame), with_lambda.transform(frame))

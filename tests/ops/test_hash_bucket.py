@@ -100,3 +100,38 @@ def test_empty_frame_keeps_declared_dtypes(frame):
     workflow = nvt.Workflow(["user", "tags"] >> ops.HashBucket(10)).fit(frame)
     out = workflow.transform(frame.iloc[:0])
     assert len(out) == 0 and str(out["user"].dtype) == "int64"
+
+
+def ref_float_bucket(value, n):
+    """Integral floats hash as their integer; others as their float64's 8 little-endian bytes."""
+    import struct
+
+    if np.isnan(value):
+        return NULL % n
+    if np.isfinite(value) and value == np.floor(value) and abs(value) < 2.0**63:
+        return ref_bucket(int(value), n)
+    return xxhash.xxh64_intdigest(struct.pack("<d", value), 0) % n
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [[10.0, 10.5, 10.9], [10.5], [10.9, np.nan], [10.0, np.inf, -np.inf], [-0.0, 10.5, 2.0**70], [10.0]],
+)
+def test_non_integral_floats_do_not_share_their_integer_bucket(rng, engine, to_engine, batch):
+    n = 2**20
+    train = pd.DataFrame({"x": pd.array(rng.integers(0, 20, 50), dtype="Int64")})
+    workflow = nvt.Workflow(["x"] >> ops.HashBucket(n)).fit(nvt.Dataset(to_engine(train)))
+    frame = pd.DataFrame({"x": batch})
+    expected = [ref_float_bucket(v, n) for v in batch]
+    assert workflow.transform(frame)["x"].tolist() == expected
+    out = to_host(workflow.transform(nvt.Dataset(to_engine(frame), npartitions=2)).compute())
+    assert out["x"].tolist() == expected
+    assert len({ref_float_bucket(v, n) for v in (10.0, 10.5, 10.9)}) == 3
+    assert workflow.transform(pd.DataFrame({"x": [10]}))["x"].tolist() == [ref_float_bucket(10.0, n)]
+
+
+def test_float_list_elements_hash_as_floats():
+    rows = [[10.0, 10.5], [], [10.9, None]]
+    out = nvt.Workflow(["v"] >> ops.HashBucket(1000)).fit_transform(pd.DataFrame({"v": list_series(rows, pa.float64())}))
+    expected = [[ref_float_bucket(np.nan if v is None else v, 1000) for v in row] for row in rows]
+    assert [list(row) for row in out["v"].tolist()] == expected

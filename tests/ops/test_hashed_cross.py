@@ -105,3 +105,20 @@ def test_errors(frame):
         nvt.Workflow(["a"] >> ops.HashedCross(3)).fit(frame)
     with pytest.raises(ValueError, match="one list column"):
         nvt.Workflow([["hist", "hist2"]] >> ops.HashedCross(3)).fit(frame.assign(hist2=frame["hist"]))
+
+
+def test_crosses_with_floats_hash_non_integral_values_as_themselves():
+    import struct
+
+    def h_float(value):
+        if value == int(value):
+            return h(int(value))
+        return xxhash.xxh64_intdigest(struct.pack("<d", value), 0)
+
+    train = pd.DataFrame({"x": [10, 11], "d": ["p", "q"]})
+    workflow = nvt.Workflow([["x", "d"]] >> ops.HashedCross(2**20)).fit(train)
+    for batch in ([10.0, 10.5, 10.9], [10.5, 10.0], [10.9]):
+        frame = pd.DataFrame({"x": batch, "d": ["p"] * len(batch)})
+        expected = [combine(h_float(v), h("p")) % 2**20 for v in batch]
+        assert workflow.transform(frame)["x_X_d"].tolist() == expected, batch
+    assert len({combine(h_float(v), h("p")) for v in (10.0, 10.5, 10.9)}) == 3

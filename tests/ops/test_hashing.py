@@ -142,3 +142,53 @@ def test_buckets_do_not_depend_on_partitioning(rng):
     pd.testing.assert_frame_equal(one, gaps)
     expected = [ref_string(v if isinstance(v, str) else None) % 97 for v in strings]
     assert one["s"].tolist() == expected
+
+
+FLOATS = [
+    0.0, -0.0, 3.0, -7.0, 10.0, 10.5, 10.9, -10.5, 0.1, 1e-300, 5e-324, 2.0**52 + 0.5, 2.0**62,
+    -(2.0**63), 2.0**63, 1.5e300, -1.5e300, np.inf, -np.inf, np.nan,
+]
+
+
+def ref_float(value):
+    """The documented rule: NaN is null; an integral float in the int64 range hashes as that
+    integer (-0.0 as 0); anything else (fractions, +/-inf, |x| >= 2**63) hashes the 8
+    little-endian bytes of its IEEE-754 float64."""
+    import struct
+
+    if value is None or np.isnan(value):
+        return NULL
+    if np.isfinite(value) and value == np.floor(value) and -(2.0**63) <= value < 2.0**63:
+        return ref_int(int(value))
+    return xxhash.xxh64_intdigest(struct.pack("<d", value), 0)
+
+
+def test_float_columns_match_reference(engine, to_engine):
+    frame = pd.DataFrame({"f": FLOATS})
+    backend = get_backend(engine)
+    hashed = np.asarray(backend.to_host(backend.hash_values(to_engine(frame)["f"])), dtype=np.uint64).tolist()
+    assert hashed == [ref_float(v) for v in FLOATS]
+    # Non-integral floats no longer share a bucket with their integer part.
+    assert len({hashed[FLOATS.index(v)] for v in (10.0, 10.5, 10.9)}) == 3
+    assert hashed[FLOATS.index(10.0)] == ref_int(10) and hashed[FLOATS.index(-0.0)] == ref_int(0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "Float64", "float64[pyarrow]"])
+def test_float_dtypes_hash_their_float64_value(dtype):
+    values = [10.5, 0.1, None, -3.0, float("inf")]
+    series = pd.Series(values, dtype=dtype)
+    # float32 values are widened to float64 first: float32 0.1 is 0.10000000149011612.
+    widened = [None if v is None else float(np.float32(v)) if dtype == "float32" else v for v in values]
+    assert get_backend("pandas").hash_values(series).tolist() == [ref_float(v) for v in widened]
+
+
+def test_hash_buckets_of_floats_do_not_depend_on_the_rest_of_the_batch():
+    # Fitted on integers; the served batch is a float column whose other values differ.
+    workflow = nvt.Workflow(["x"] >> ops.HashBucket(1000)).fit(pd.DataFrame({"x": [10, 11, 12]}))
+    expected = {v: ref_float(v) % 1000 for v in (10.0, 10.5, 10.9)}
+    for batch in ([10.0, 10.5, 10.9], [10.0, 10.5], [10.5, np.nan], [10.9], [10.0], [10.0, np.inf], [10.5, 11.0]):
+        out = workflow.transform(pd.DataFrame({"x": batch}))["x"].tolist()
+        for value, bucket in zip(batch, out):
+            if value in expected:
+                assert bucket == expected[value], (batch, value)
+    assert workflow.transform(pd.DataFrame({"x": [10]}))["x"].tolist() == [expected[10.0]]

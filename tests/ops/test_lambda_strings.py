@@ -9,10 +9,11 @@ import pytest
 import tabflow as nvt
 from tabflow import ops
 from tabflow.backends import backend_for
-from tabflow.serialize import SaveError
+from tabflow.serialize import UntrustedCodeError
 from tabflow.testing import assert_frame_equal
 
 
+@nvt.register_function
 def first_ten(col):
     return col.str.slice(0, 10)
 
@@ -69,12 +70,16 @@ def test_empty_partition_and_explicit_op(data):
     assert empty.columns.tolist() == ["title_short"] and len(empty) == 0
 
 
-def test_save_load_named_function_and_lambda_error(data, tmp_path):
+def test_save_load_registered_function_and_lambda(data, tmp_path):
     wf = nvt.Workflow(["title"] >> ops.LambdaOp(first_ten) >> ops.Rename(postfix="_short"))
     expected = wf.fit_transform(data)
     wf.save(str(tmp_path / "wf"))
     assert_frame_equal(nvt.Workflow.load(str(tmp_path / "wf")).transform(data), expected)
     anonymous = nvt.Workflow(nvt.ColumnSelector(["title"]) >> (lambda col: col.str.upper()))
-    anonymous.fit(data)
-    with pytest.raises(SaveError, match="lambda"):
-        anonymous.save(str(tmp_path / "bad"))
+    expected = anonymous.fit_transform(data)
+    anonymous.save(str(tmp_path / "lambda"))
+    loaded = nvt.Workflow.load(str(tmp_path / "lambda"))
+    assert loaded.output_schema == anonymous.output_schema
+    with pytest.raises(UntrustedCodeError, match="lambda col: col.str.upper()"):
+        loaded.transform(data)
+    assert_frame_equal(nvt.Workflow.load(str(tmp_path / "lambda"), trust_code=True).transform(data), expected)

@@ -9,11 +9,12 @@ import pytest
 import tabflow as nvt
 from tabflow import ops
 from tabflow.schema import Tags
-from tabflow.serialize import SaveError
+from tabflow.serialize import SaveError, UntrustedCodeError
 
 from _op_helpers import dataset_with_empty_partitions, to_host
 
 
+@nvt.register_function
 def add_one(col):
     return col + 1
 
@@ -85,10 +86,22 @@ def test_save_load_named_function(frame, tmp_path):
     pd.testing.assert_frame_equal(loaded.transform(frame), wf.transform(frame))
 
 
-def test_saving_a_lambda_is_a_clear_error(frame, tmp_path):
+def test_a_lambda_saves_as_code_that_runs_only_when_trusted(frame, tmp_path):
     wf = nvt.Workflow(["qty"] >> ops.LambdaOp(lambda col: col + 1)).fit(frame)
     assert wf.transform(frame)["qty"].tolist() == (frame["qty"] + 1).tolist()
-    with pytest.raises(SaveError, match="LambdaOp.*'f'.*named function"):
+    wf.save(str(tmp_path / "wf"))
+    loaded = nvt.Workflow.load(str(tmp_path / "wf"))
+    assert loaded.output_schema == wf.output_schema
+    with pytest.raises(UntrustedCodeError, match=r"node \d+ \(LambdaOp\), parameter 'f'(?s:.*)lambda col: col \+ 1"):
+        loaded.transform(frame)
+    trusted = nvt.Workflow.load(str(tmp_path / "wf"), trust_code=True)
+    pd.testing.assert_frame_equal(trusted.transform(frame), wf.transform(frame))
+
+
+def test_saving_code_over_unsaveable_values_names_the_variable(frame, tmp_path):
+    lock = object()
+    wf = nvt.Workflow(["qty"] >> ops.LambdaOp(lambda col: col if lock else col, dtype="int64")).fit(frame)
+    with pytest.raises(SaveError, match="LambdaOp.*'f'.*variable 'lock'"):
         wf.save(str(tmp_path / "wf"))
     assert not (tmp_path / "wf").exists()
 

@@ -64,7 +64,8 @@ def test_out_dtype_and_save_load(frame, tmp_path):
 
 def test_unseen_values_and_all_null_column():
     train = pd.DataFrame({"x": [1.0, 2.0, 3.0], "n": [np.nan] * 3})
-    wf = nvt.Workflow(["x", "n"] >> ops.Normalize()).fit(train)
+    with pytest.warns(UserWarning, match=r"Normalize: column\(s\) \['n'\] held no finite value"):
+        wf = nvt.Workflow(["x", "n"] >> ops.Normalize()).fit(train)
     out = wf.transform(pd.DataFrame({"x": [5.0], "n": [1.0]}))
     assert out["x"].tolist() == [3.0]
     assert np.isnan(out["n"]).all()
@@ -74,3 +75,47 @@ def test_string_column_is_rejected():
     df = pd.DataFrame({"name": pd.array(["a", "b"], dtype="string")})
     with pytest.raises(TypeError, match="'name'"):
         nvt.Workflow(["name"] >> ops.Normalize()).fit(df)
+
+
+@pytest.fixture
+def with_infinities(rng):
+    n = 300
+    x = rng.normal(10.0, 3.0, n)
+    x[rng.choice(n, 20, replace=False)] = np.nan
+    x[[3, 150]] = np.inf
+    x[[7, 299]] = -np.inf
+    ints = pd.array(rng.integers(0, 100, n), dtype="Int64")
+    ints[[0, 10]] = pd.NA
+    return pd.DataFrame({"x": x, "i": ints, "const": np.where(np.arange(n) == 5, np.inf, 2.0)})
+
+
+def _finite_reference(values: np.ndarray) -> np.ndarray:
+    finite = values[np.isfinite(values)]
+    std = finite.std(ddof=1)
+    return (values - finite.mean()) / (std if std > 0 else 1.0)
+
+
+def test_infinities_are_left_out_of_the_statistics(with_infinities, to_engine):
+    frame = with_infinities
+    wf = nvt.Workflow(["x", "i", "const"] >> ops.Normalize(out_dtype="float64"))
+    out = to_host(wf.fit_transform(dataset_with_empty_partitions(to_engine(frame), 4)).compute())
+    for name in ["x", "i", "const"]:
+        values = frame[name].to_numpy("float64", na_value=np.nan)
+        np.testing.assert_allclose(out[name].to_numpy(), _finite_reference(values), rtol=1e-10, atol=1e-12)
+        # Infinities stay infinities with their sign; no finite row becomes NaN.
+        assert (out[name][np.isposinf(values)] == np.inf).all() and (out[name][np.isneginf(values)] == -np.inf).all()
+        assert out[name].isna().tolist() == np.isnan(values).tolist()
+    op = wf.ops[0]
+    finite = frame["x"][np.isfinite(frame["x"])]
+    assert op.means_["x"] == pytest.approx(finite.mean(), rel=1e-12)
+    assert op.stds_["x"] == pytest.approx(finite.std(ddof=1), rel=1e-12)
+    # Served rows: an infinity unseen at fit time stays one too.
+    served = wf.transform(pd.DataFrame({"x": [np.inf, -np.inf, op.means_["x"]], "i": [1, 2, 3], "const": [2.0, 3.0, -np.inf]}))
+    assert served["x"].tolist() == [np.inf, -np.inf, 0.0] and served["const"].tolist() == [0.0, 1.0, -np.inf]
+
+
+def test_column_without_finite_values_warns_and_is_null():
+    train = pd.DataFrame({"x": [1.0, 2.0], "inf": [np.inf, -np.inf]})
+    with pytest.warns(UserWarning, match=r"Normalize: column\(s\) \['inf'\] held no finite value"):
+        wf = nvt.Workflow(["x", "inf"] >> ops.Normalize()).fit(train)
+    assert wf.transform(train)["inf"].isna().all()

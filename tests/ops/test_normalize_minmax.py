@@ -57,7 +57,8 @@ def test_many_partitions_equal_one(frame):
 
 def test_unseen_values_all_null_column_and_out_dtype():
     train = pd.DataFrame({"x": [0.0, 10.0], "n": [np.nan, np.nan]})
-    wf = nvt.Workflow(["x", "n"] >> ops.NormalizeMinMax(out_dtype="float64")).fit(train)
+    with pytest.warns(UserWarning, match=r"NormalizeMinMax: column\(s\) \['n'\] held no finite value"):
+        wf = nvt.Workflow(["x", "n"] >> ops.NormalizeMinMax(out_dtype="float64")).fit(train)
     out = wf.transform(pd.DataFrame({"x": [20.0, -5.0], "n": [3.0, 4.0]}))
     assert out["x"].tolist() == [2.0, -0.5]
     assert out["n"].isna().all() and out["n"].dtype == np.float64
@@ -76,3 +77,31 @@ def test_errors(frame):
     df = pd.DataFrame({"tag": pd.array(["a"], dtype="string")})
     with pytest.raises(TypeError, match="'tag'"):
         nvt.Workflow(["tag"] >> ops.NormalizeMinMax()).fit(df)
+
+
+def test_infinities_are_left_out_of_min_and_max(rng, to_engine):
+    n = 200
+    x = rng.normal(0, 5, n)
+    x[rng.choice(n, 15, replace=False)] = np.nan
+    x[[1, 100]] = np.inf
+    x[[2]] = -np.inf
+    frame = pd.DataFrame({"x": x, "const": np.where(np.arange(n) == 9, -np.inf, 2.0)})
+    wf = nvt.Workflow(["x", "const"] >> ops.NormalizeMinMax(out_dtype="float64"))
+    out = to_host(wf.fit_transform(dataset_with_empty_partitions(to_engine(frame), 3)).compute())
+    for name in ["x", "const"]:
+        values = frame[name].to_numpy()
+        finite = values[np.isfinite(values)]
+        low, high = finite.min(), finite.max()
+        expected = (values - low) / ((high - low) or 1.0)
+        np.testing.assert_allclose(out[name].to_numpy(), expected, rtol=1e-12)
+        assert out[name].isna().tolist() == np.isnan(values).tolist()
+        assert wf.ops[0].mins_[name] == low and wf.ops[0].maxs_[name] == high
+    assert out["x"][np.isfinite(x)].between(0, 1).all()
+    assert out["x"][1] == np.inf and out["x"][2] == -np.inf and out["const"][9] == -np.inf
+
+
+def test_column_without_finite_values_warns_and_is_null():
+    train = pd.DataFrame({"x": [1.0, 2.0], "inf": [np.inf, np.nan]})
+    with pytest.warns(UserWarning, match=r"NormalizeMinMax: column\(s\) \['inf'\] held no finite value"):
+        wf = nvt.Workflow(["x", "inf"] >> ops.NormalizeMinMax()).fit(train)
+    assert wf.transform(train)["inf"].isna().all()

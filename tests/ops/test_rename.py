@@ -8,11 +8,12 @@ import pytest
 import tabflow as nvt
 from tabflow import ops
 from tabflow.schema import ColumnSchema, Schema, Tags
-from tabflow.serialize import SaveError
+from tabflow.serialize import UntrustedCodeError
 
 from _op_helpers import dataset_with_empty_partitions, to_host
 
 
+@nvt.register_function
 def upper(name):
     return name.upper()
 
@@ -55,8 +56,13 @@ def test_save_load(frame, tmp_path):
     wf.save(str(tmp_path / "wf"))
     loaded = nvt.Workflow.load(str(tmp_path / "wf"))
     pd.testing.assert_frame_equal(loaded.transform(frame), wf.transform(frame))
-    with pytest.raises(SaveError, match="Rename"):
-        nvt.Workflow(["a"] >> ops.Rename(f=lambda n: n + "!")).fit(frame).save(str(tmp_path / "bad"))
+    bang = nvt.Workflow(["a"] >> ops.Rename(f=lambda n: n + "!")).fit(frame)
+    bang.save(str(tmp_path / "code"))
+    loaded = nvt.Workflow.load(str(tmp_path / "code"))
+    assert loaded.output_schema.column_names == ["a!"]  # from the saved schema: nothing ran
+    with pytest.raises(UntrustedCodeError, match="Rename"):
+        loaded.transform(frame)
+    pd.testing.assert_frame_equal(nvt.Workflow.load(str(tmp_path / "code"), trust_code=True).transform(frame), bang.transform(frame))
 
 
 @pytest.mark.parametrize(

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 from tabflow import datasets, io, ops, schema, serialize
 from tabflow.dataset import Dataset
-from tabflow.serialize import register_function
+from tabflow.schema import ColumnSchema, Schema
 from tabflow.selector import ColumnGroup, ColumnSelector, Node
+from tabflow.serialize import register_function
 from tabflow.workflow import DuplicateColumnWarning, Workflow
 
 __version__ = "0.1.0"
+
+#: NVTabular's name of :class:`Node`.
+WorkflowNode = Node
 
 __all__ = [
     "Dataset",
@@ -31,6 +35,9 @@ __all__ = [
     "ColumnSelector",
     "ColumnGroup",
     "Node",
+    "WorkflowNode",
+    "Schema",
+    "ColumnSchema",
     "register_function",
     "ops",
     "io",

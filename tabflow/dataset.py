@@ -12,22 +12,16 @@ Examples
 from __future__ import annotations
 
 import functools
-import numbers
 import os
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from dask.utils import parse_bytes
-
-from tabflow.backends import backend_for, default_engine, get_backend
+from tabflow.backends import get_backend
 from tabflow.io import readers
 from tabflow.io.partitions import active_client, iter_calls, iter_partitions
 from tabflow.io.shuffle import normalize_shuffle
-from tabflow.schema import SCHEMA_FILENAMES, ColumnSchema, Schema, Tags
+from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["Dataset"]
-
-_ENGINES = ("parquet", "csv", "orc", "criteo")
-_DEFAULT_PART_SIZE = "128MB"
 
 
 class Dataset:
@@ -38,9 +32,10 @@ class Dataset:
     path_or_source : str, list of str, or DataFrame
         File path, glob, directory or a list of them; or an in-memory pandas/cuDF frame, or a
         dask DataFrame.
-    engine : {"parquet", "csv", "orc", "criteo"}, optional
+    engine : {"parquet", "csv", "orc", "criteo"} or a registered format, optional
         File format; guessed from the file names when omitted. ``"criteo"`` reads the raw
         Criteo click-log text format (tab-separated label, I1-I13, C1-C26; empty = null).
+        :func:`tabflow.io.readers.register` adds formats.
     part_size : int or str, optional
         Target in-memory size of one partition: a positive number of bytes, or a string such
         as ``"64MB"``.
@@ -48,6 +43,8 @@ class Dataset:
         Partition size as a fraction of GPU memory (cuDF) or host memory (pandas), in (0, 1].
     npartitions : int, optional
         For in-memory frames: how many partitions to split them into.
+    storage_options : dict, optional
+        Accepted as NVTabular accepts it; tabflow reads local paths only.
     dtypes : dict, optional
         Column dtypes to read with: canonical names such as ``"int64"``, ``"string"``, or numpy
         dtypes (``np.int32``). CSV files read integer columns as their nullable dtypes (an
@@ -60,6 +57,8 @@ class Dataset:
         Column tags and properties; read from ``_schema.json`` (or ``schema.json``) next to the files when present.
     sep, names, header :
         CSV options (any separator, a header line or explicit ``names``).
+    **kwargs
+        Further CSV parser options (``skiprows``, ``quotechar``, ...).
 
     Examples
     --------
@@ -88,82 +87,32 @@ class Dataset:
         header: Any = "infer",
         **kwargs: Any,
     ) -> None:
-        _check_part_size(part_size, part_mem_fraction)
+        options = readers.ReadOptions(  # validates part_size and part_mem_fraction
+            cpu=cpu, npartitions=npartitions, part_size=part_size, part_mem_fraction=part_mem_fraction,
+            dtypes=dtypes, sep=sep, names=names, header=header, storage_options=storage_options, extra=kwargs,
+        )
+        self._set_source(readers.open_source(path_or_source, engine, options), schema, client)
+
+    @classmethod
+    def _from_source(cls, source: readers.Source, schema: Schema | None = None, client: Any = None) -> "Dataset":
+        """A dataset over a reader's result (or a derived frame, as ``repartition`` makes)."""
+        dataset = cls.__new__(cls)
+        dataset._set_source(source, schema, client)
+        return dataset
+
+    def _set_source(self, source: readers.Source, schema: Schema | None, client: Any) -> None:
+        # The one place a dataset's state is set: __init__ and _from_source both end here.
         self.client = client
-        self._num_rows: int | None = None
-        self._direct: tuple[Any, list] | None = None  # (reader, pieces) of plain parquet files
-        self._partition_lengths: list[int] | None = None
+        self.engine = source.engine
+        self._ddf = source.ddf
+        self._num_rows = source.num_rows
+        self._partition_lengths = source.partition_lengths
+        self._direct = source.direct  # (reader, pieces): partitions read without dask
         # Source file of each partition, computed on demand (``to_parquet(preserve_files=True)``).
-        self._partition_sources: Any = None
-        self.paths: list[str] = []
-        self.file_engine: str | None = None
-        source = path_or_source
-        if _is_dask_frame(source):
-            # dask picks the collection class from the partitions' type (dask_cudf registers
-            # its own), so the public class tells the engine.
-            self.engine = "cudf" if type(source).__module__.startswith("dask_cudf") else "pandas"
-            if cpu is True and self.engine != "pandas":
-                source, self.engine = source.to_backend("pandas"), "pandas"
-            elif cpu is False and self.engine == "pandas":
-                get_backend("cudf")  # a clear ImportError when cuDF is missing
-                source, self.engine = source.to_backend("cudf"), "cudf"
-            _require_unique_columns(source.columns)
-            self._ddf = source
-        elif isinstance(source, (str, os.PathLike, list, tuple)):
-            engine_name = default_engine(cpu)
-            self.engine = engine_name
-            backend = get_backend(engine_name)
-            self.paths = readers.expand_paths(source, _file_kind(engine, source))
-            self.file_engine = engine or _guess_engine(self.paths)
-            size = _part_size(part_size, part_mem_fraction, engine_name)
-            hex_columns = [k for k, v in (dtypes or {}).items() if isinstance(v, str) and v.lower() in readers.HEX_DTYPES]
-            if hex_columns and self.file_engine not in ("csv", "criteo"):
-                raise ValueError(f"dtype 'hex' (columns {hex_columns}) only applies to CSV files, not {self.file_engine}")
-            canonical = {k: backend.canonical_dtype(v) for k, v in (dtypes or {}).items() if k not in hex_columns}
-            if self.file_engine == "parquet":
-                self._ddf, self._partition_lengths, self._direct = readers.read_parquet_ddf(
-                    self.paths, size, backend, canonical
-                )
-                self._num_rows = sum(self._partition_lengths)
-                self._partition_sources = functools.partial(_parquet_partition_sources, self._direct[1])
-            elif self.file_engine == "orc":
-                self._ddf, self._num_rows = readers.read_orc_ddf(self.paths, size, backend, canonical)
-            elif self.file_engine in ("csv", "criteo"):
-                if self.file_engine == "csv":
-                    options = dict(sep=sep or ",", names=names, header=header, dtypes=readers.nullable_dtypes(canonical))
-                else:
-                    options = dict(
-                        sep=sep or "\t", names=names or readers.CRITEO_COLUMNS, header=None,
-                        dtypes={**readers.CRITEO_DTYPES, **readers.nullable_dtypes(canonical)},
-                    )
-                read = functools.partial(
-                    readers.read_csv_ddf, part_size=size, backend=backend, hex_columns=hex_columns, **options, **kwargs
-                )
-                self._ddf = read(self.paths)
-                self._partition_sources = functools.partial(_csv_partition_sources, self.paths, read)
-            else:
-                raise ValueError(f"unknown engine {self.file_engine!r}; use one of {_ENGINES}")
-            if schema is None:
-                schema = _schema_next_to(self.paths)
-        else:
-            backend = backend_for(source)
-            if not backend.is_frame(source):
-                raise TypeError(f"Dataset expects paths or a DataFrame, got {type(source).__name__}")
-            _require_unique_columns(source.columns)
-            if cpu is False and backend.name == "pandas":
-                backend = get_backend("cudf")
-                source = backend.from_host(source)
-            elif cpu is True and backend.name != "pandas":
-                source = backend.to_host(source)
-                backend = get_backend("pandas")
-            source = backend.with_list_columns(source)
-            self.engine = backend.name
-            if npartitions is None:
-                size = _part_size(part_size, part_mem_fraction, self.engine)
-                npartitions = max(1, -(-backend.memory_usage(source) // size))
-            self._num_rows = len(source)
-            self._ddf = backend.from_frame_ddf(source, npartitions)
-        self.schema = self._build_schema(schema)
+        self._partition_sources = source.partition_sources
+        self.paths = list(source.paths)
+        self.file_engine = source.format
+        self.schema = self._build_schema(schema if schema is not None else source.schema)
 
     # ------------------------------------------------------------------- facts
     @property
@@ -178,9 +127,7 @@ class Dataset:
     def num_rows(self) -> int:
         """Number of rows (from file metadata when possible, else counted once)."""
         if self._num_rows is None:
-            from tabflow.io.partitions import active_client as _client
-
-            client = _client(self.client)
+            client = active_client(self.client)
             length = self._ddf.map_partitions(len).sum()
             self._num_rows = int(length.compute(scheduler=client) if client else length.compute())
         return self._num_rows
@@ -260,7 +207,7 @@ class Dataset:
         return self._ddf.head(n, npartitions=-1)
 
     def repartition(self, npartitions: int) -> "Dataset":
-        return Dataset(self._ddf.repartition(npartitions=npartitions), schema=self.schema, client=self.client, cpu=self.engine == "pandas")
+        return self._derived(self._ddf.repartition(npartitions=npartitions))
 
     def shuffle_by_keys(self, keys: str | Sequence[str], npartitions: int | None = None) -> "Dataset":
         """A dataset whose partitions each hold every row of the key values they hold.
@@ -289,8 +236,11 @@ class Dataset:
         missing = [k for k in keys if k not in self.schema]
         if missing:
             raise KeyError(f"shuffle_by_keys: column(s) {missing} are not in the dataset ({self.schema.column_names})")
-        ddf = self._ddf.shuffle(on=keys, npartitions=npartitions or self.npartitions)
-        return Dataset(ddf, schema=self.schema, client=self.client, cpu=self.engine == "pandas")
+        return self._derived(self._ddf.shuffle(on=keys, npartitions=npartitions or self.npartitions))
+
+    def _derived(self, ddf: Any) -> "Dataset":
+        """A dataset over ``ddf`` (rows of this one, repartitioned) with this one's schema and client."""
+        return Dataset._from_source(readers.Source(ddf, self.engine), self.schema, self.client)
 
     # ------------------------------------------------------------------- write
     def to_parquet(
@@ -429,100 +379,8 @@ class Dataset:
         return f"Dataset(engine={self.engine!r}, npartitions={self.npartitions}, columns={self.schema.column_names})"
 
 
-def _is_dask_frame(obj: Any) -> bool:
-    import dask
-
-    return dask.is_dask_collection(obj) and hasattr(obj, "npartitions") and hasattr(obj, "columns")
-
-
-def _file_kind(engine: str | None, source: Any) -> str:
-    if engine in ("csv", "criteo"):
-        return "csv"
-    return engine or "parquet"
-
-
-def _guess_engine(paths: Sequence[str]) -> str:
-    first = paths[0].lower()
-    if first.endswith((".parquet", ".parq", ".pq")):
-        return "parquet"
-    if first.endswith(".orc"):
-        return "orc"
-    if first.endswith((".csv", ".tsv", ".csv.gz")):
-        return "csv"
-    raise ValueError(f"cannot tell the format of {paths[0]!r}; pass engine='parquet', 'csv', 'orc' or 'criteo'")
-
-
-def _require_unique_columns(columns: Any) -> None:
-    # pandas lets a frame repeat a column name; selecting it then yields two columns, and the
-    # schema (a mapping by name) would keep only one of them.
-    readers.require_unique_names(
-        list(columns), "the DataFrame given to Dataset",
-        "rename the repeated columns (df.columns = [...]) or drop them (df.loc[:, ~df.columns.duplicated()])",
-    )
-
-
-def _check_part_size(part_size: Any, part_mem_fraction: Any) -> None:
-    """ValueError naming ``part_size`` or ``part_mem_fraction`` unless it is usable.
-
-    Examples
-    --------
-    >>> from tabflow.dataset import _check_part_size
-    >>> _check_part_size("-5MB", None)
-    Traceback (most recent call last):
-    ...
-    ValueError: part_size must be a positive number of bytes (an int such as 134217728, or a string such as '128MB' or '1GiB'), got '-5MB'
-    """
-    if part_size is not None:
-        accepted = "a positive number of bytes (an int such as 134217728, or a string such as '128MB' or '1GiB')"
-        size = None
-        if isinstance(part_size, str):
-            try:
-                size = parse_bytes(part_size)
-            except (ValueError, TypeError):
-                size = None
-        elif isinstance(part_size, numbers.Real) and not isinstance(part_size, bool):
-            size = part_size
-        if size is None or not size >= 1:  # ``not >=`` also rejects NaN
-            raise ValueError(f"part_size must be {accepted}, got {part_size!r}")
-    if part_mem_fraction is not None:
-        fraction = part_mem_fraction if isinstance(part_mem_fraction, numbers.Real) and not isinstance(part_mem_fraction, bool) else None
-        if fraction is None or not 0 < fraction <= 1:
-            raise ValueError(
-                f"part_mem_fraction must be a number in (0, 1], the share of memory one partition may use "
-                f"(such as 0.1), got {part_mem_fraction!r}"
-            )
-
-
-def _part_size(part_size: Any, part_mem_fraction: float | None, engine: str) -> int:
-    _check_part_size(part_size, part_mem_fraction)
-    if part_size is not None:
-        return int(parse_bytes(part_size)) if isinstance(part_size, str) else int(part_size)
-    if part_mem_fraction is not None:
-        return max(1, int(get_backend(engine).total_memory() * part_mem_fraction))
-    return int(parse_bytes(_DEFAULT_PART_SIZE))
-
-
-def _parquet_partition_sources(pieces: Sequence[tuple[str, Any]]) -> list[str]:
-    return [path for path, _ in pieces]
-
-
-def _csv_partition_sources(paths: Sequence[str], read: Any) -> list[str]:
-    # The reader splits each file into blocks on its own: read the plan file by file.
-    return [path for path in paths for _ in range(read([path]).npartitions)]
-
-
 def _preserved_name(path: str, suffix: str) -> str:
     base = os.path.basename(path)
     stem, ext = os.path.splitext(base)
     return (stem if ext.lower() in (".csv", ".tsv", ".parquet", ".avro", ".orc") else base) + suffix
 
-
-def _schema_next_to(paths: Sequence[str]) -> Schema | None:
-    directories = {os.path.dirname(os.path.abspath(p)) for p in paths}
-    if len(directories) == 1:
-        directory = directories.pop()
-        for name in SCHEMA_FILENAMES:
-            candidate = os.path.join(directory, name)
-            if os.path.exists(candidate):
-                return Schema.from_json(candidate)
-    return None

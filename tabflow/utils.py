@@ -2,9 +2,10 @@
 
 NVTabular notebooks size Dask workers, RMM pools and dataset partitions from the memory of
 the device they run on, e.g. ``part_size = int(0.1 * device_mem_size(kind="total"))``.
-:func:`device_mem_size` answers for the current CUDA device when PyTorch sees one, and for
-host memory otherwise (or with ``cpu=True``), so the same notebook sizes itself sensibly on
-a laptop CPU. Nothing here touches the GPU at import time.
+:func:`device_mem_size` answers for the current CUDA device when CuPy (the GPU engine's
+array library) or NVML sees one, and for host memory otherwise (or with ``cpu=True``), so the
+same notebook sizes itself sensibly on a laptop CPU. Nothing here imports a GPU library or
+touches the GPU at import time.
 
 Examples
 --------
@@ -40,15 +41,16 @@ def device_mem_size(kind: str = "total", cpu: bool = False) -> int:
     ----------
     kind : {"total", "free"}, default "total"
     cpu : bool, default False
-        Report host memory. Host memory is also reported when PyTorch is not installed or
-        sees no CUDA device.
+        Report host memory. Host memory is also reported when neither CuPy nor ``pynvml``
+        is installed, or when they see no CUDA device.
 
     Returns
     -------
     int
-        For a GPU, what ``torch.cuda.mem_get_info`` reports for the current device (free
-        memory is device-wide and does not count memory cached by PyTorch's allocator as
-        free). For the host, ``MemTotal`` or ``MemFree`` of ``/proc/meminfo`` (via
+        For a GPU, what ``cudaMemGetInfo`` reports for the current device (through CuPy;
+        through NVML for device 0 where CuPy is not installed). Free memory is device-wide
+        and does not count memory cached by an allocator (CuPy's pool, PyTorch's) as free.
+        For the host, ``MemTotal`` or ``MemFree`` of ``/proc/meminfo`` (via
         ``psutil`` where installed, which reads the same numbers), or the physical page
         count from ``os.sysconf`` elsewhere.
 
@@ -113,14 +115,14 @@ def pynvml_mem_size(kind: str = "total", index: int = 0) -> int:
     """Total or free memory, in bytes, of GPU ``index`` as NVML reports it.
 
     Needs the ``pynvml`` module (``pip install nvidia-ml-py``); without it the same
-    numbers come from ``torch.cuda.mem_get_info(index)`` where PyTorch sees the GPU.
+    numbers come from CuPy (``cudaMemGetInfo`` on CUDA device ``index``) where CuPy sees the GPU.
 
     Raises
     ------
     ValueError
         For an unknown ``kind``.
     RuntimeError
-        When neither NVML nor PyTorch can see GPU ``index``.
+        When neither NVML nor CuPy can see GPU ``index``.
 
     Examples
     --------
@@ -146,7 +148,7 @@ def pynvml_mem_size(kind: str = "total", index: int = 0) -> int:
     if sizes is None:
         raise RuntimeError(
             f"no GPU {index} visible: pynvml is not installed (pip install nvidia-ml-py) "
-            "and PyTorch sees no such CUDA device"
+            "and CuPy sees no such CUDA device"
         )
     free, total = sizes
     return int(total if kind == "total" else free)
@@ -157,17 +159,50 @@ _pynvml_mem_size = pynvml_mem_size
 
 
 def _cuda_mem_info(index: int | None = None) -> tuple[int, int] | None:
-    """``(free, total)`` of a CUDA device through PyTorch, or None without torch or that device."""
+    """``(free, total)`` of CUDA device ``index`` (None: the current one), or None when no
+    GPU library is installed or none sees that device.
+
+    CuPy is asked first: it numbers devices as CUDA does and knows the current device. NVML
+    (``pynvml``) is the fallback for machines with a GPU but without the GPU engine; it
+    knows no current device, so ``index=None`` means its device 0 there.
+    """
     try:
-        import torch
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        runtime = cupy.cuda.runtime
+        try:
+            count = runtime.getDeviceCount()
+            if index is None:
+                index = runtime.getDevice()
+            if not 0 <= index < count:
+                return None
+            with cupy.cuda.Device(index):
+                free, total = runtime.memGetInfo()
+        except runtime.CUDARuntimeError:  # no driver or no device
+            return None
+        return int(free), int(total)
+    return _nvml_mem_info(0 if index is None else index)
+
+
+def _nvml_mem_info(index: int) -> tuple[int, int] | None:
+    """``(free, total)`` of NVML device ``index``, or None without pynvml or that device."""
+    try:
+        import pynvml
     except ImportError:
         return None
-    if not torch.cuda.is_available():
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:  # no driver
         return None
-    if index is not None and not 0 <= index < torch.cuda.device_count():
-        return None
-    free, total = torch.cuda.mem_get_info(index)
-    return int(free), int(total)
+    try:
+        if not 0 <= index < pynvml.nvmlDeviceGetCount():
+            return None
+        info = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index))
+    finally:
+        pynvml.nvmlShutdown()
+    return int(info.free), int(info.total)
 
 
 def _read_meminfo(path: str = "/proc/meminfo") -> dict[str, int]:

@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 
 import tabflow as nvt
+from tabflow import _json as bounded_json
 from tabflow import ops
 from tabflow.serialize import LoadError, UntrustedCodeError
-from tabflow import _json as bounded_json
 
 
 @pytest.fixture

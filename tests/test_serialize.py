@@ -12,7 +12,14 @@ import pytest
 
 from tabflow import ColumnSelector, ops
 from tabflow.schema import Tags
-from tabflow.serialize import LoadError, SaveError, SavedCode, decode, encode, register_function
+from tabflow.serialize import (
+    LoadError,
+    SavedCode,
+    SaveError,
+    decode,
+    encode,
+    register_function,
+)
 
 
 def _round_trip(value, tmp_path):

@@ -10,7 +10,12 @@ import pytest
 import torch
 
 import tabflow.utils
-from tabflow.utils import _pynvml_mem_size, device_mem_size, get_rmm_size, pynvml_mem_size
+from tabflow.utils import (
+    _pynvml_mem_size,
+    device_mem_size,
+    get_rmm_size,
+    pynvml_mem_size,
+)
 
 needs_meminfo = pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="needs Linux /proc/meminfo")
 
@@ -26,15 +31,52 @@ def meminfo_bytes(field: str) -> int:
 
 @pytest.fixture
 def no_cuda(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    """No GPU library installed (import cupy and import pynvml raise ImportError)."""
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+
+
+class _CudaRuntimeError(RuntimeError):
+    pass
+
+
+def _fake_cupy(devices: int, current: int = 0) -> types.SimpleNamespace:
+    """CuPy's CUDA runtime API for ``devices`` GPUs with 3 GiB free of 8 GiB each."""
+    state = {"device": current}
+
+    def get_device_count():
+        if devices == 0:
+            raise _CudaRuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
+        return devices
+
+    class Device:
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            self.previous, state["device"] = state["device"], self.index
+            return self
+
+        def __exit__(self, *exc):
+            state["device"] = self.previous
+
+    def mem_get_info():
+        state.setdefault("asked", []).append(state["device"])
+        return 3 * 2**30, 8 * 2**30
+
+    runtime = types.SimpleNamespace(
+        CUDARuntimeError=_CudaRuntimeError, getDeviceCount=get_device_count,
+        getDevice=lambda: state["device"], memGetInfo=mem_get_info,
+    )
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime, Device=Device), state=state)
 
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """One CUDA device with 3 GiB free of 8 GiB, as PyTorch would report it."""
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (3 * 2**30, 8 * 2**30))
+    """One CUDA device with 3 GiB free of 8 GiB, as CuPy would report it."""
+    cupy = _fake_cupy(devices=1)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    return cupy
 
 
 @needs_meminfo
@@ -63,9 +105,33 @@ def test_host_memory_without_psutil_or_proc_meminfo(monkeypatch):
     assert device_mem_size("total", cpu=True) == expected
 
 
-def test_gpu_memory_comes_from_torch(fake_gpu):
+def test_gpu_memory_comes_from_cupy(fake_gpu):
     assert device_mem_size() == device_mem_size("total") == 8 * 2**30
     assert device_mem_size("free") == 3 * 2**30
+
+
+def test_gpu_memory_is_that_of_the_current_device(monkeypatch):
+    cupy = _fake_cupy(devices=2, current=1)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    assert device_mem_size() == 8 * 2**30
+    assert cupy.state["asked"] == [1] and cupy.state["device"] == 1
+
+
+@needs_meminfo
+def test_cupy_without_a_device_gives_host_memory(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(devices=0))
+    assert device_mem_size("total") == meminfo_bytes("MemTotal")
+
+
+def test_gpu_memory_from_nvml_without_cupy(monkeypatch):
+    memory = types.SimpleNamespace(total=16 * 2**30, free=5 * 2**30)
+    fake = types.SimpleNamespace(
+        NVMLError=RuntimeError, nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda index: index, nvmlDeviceGetMemoryInfo=lambda handle: memory,
+    )
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    assert device_mem_size("total") == 16 * 2**30 and device_mem_size("free") == 5 * 2**30
 
 
 @needs_meminfo
@@ -108,7 +174,7 @@ def test_pynvml_mem_size_uses_nvml(monkeypatch):
     assert calls == ["init", "handle 1", "shutdown", "init", "handle 0", "shutdown"]
 
 
-def test_pynvml_mem_size_falls_back_to_torch(monkeypatch, fake_gpu):
+def test_pynvml_mem_size_falls_back_to_cupy(monkeypatch, fake_gpu):
     monkeypatch.setitem(sys.modules, "pynvml", None)
     assert pynvml_mem_size("free") == 3 * 2**30
     with pytest.raises(RuntimeError, match="no GPU 1"):
@@ -130,6 +196,7 @@ def test_notebook_style_sizing(no_cuda):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_real_gpu_memory():
+    pytest.importorskip("cupy")  # the GPU engine's array library, which tabflow asks
     free, total = torch.cuda.mem_get_info()
     assert device_mem_size("total") == total
     assert 0 < device_mem_size("free") <= total

@@ -2,7 +2,8 @@
 
 An op or the workflow never names pandas or cudf. It asks :func:`backend_for` for the
 backend of the frame it holds (or :func:`get_backend` for an engine by name) and calls
-methods on it. The pandas backend is always available; the cuDF backend module is imported
+methods on it: those of the :class:`Backend` protocol (:mod:`tabflow.backends.protocol`),
+which both engines implement. The pandas backend is always available; the cuDF backend module is imported
 only when a cuDF object is met or the ``"cudf"`` engine is asked for, so importing tabflow
 never imports cudf or probes a GPU.
 
@@ -21,7 +22,9 @@ import importlib.util
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["backend_for", "get_backend", "default_engine", "gpu_available"]
+from tabflow.backends.protocol import SAMPLE_VARIANTS, Backend
+
+__all__ = ["Backend", "SAMPLE_VARIANTS", "backend_for", "get_backend", "default_engine", "gpu_available"]
 
 _ENGINE_MODULES = {
     "pandas": "tabflow.backends.pandas_backend",
@@ -32,7 +35,7 @@ _PACKAGE_ENGINE = {"pandas": "pandas", "numpy": "pandas", "pyarrow": "pandas", "
 
 
 @lru_cache(maxsize=None)
-def get_backend(engine: str):
+def get_backend(engine: str) -> Backend:
     """Return the backend object for ``engine`` ("pandas" or "cudf").
 
     Raises
@@ -60,7 +63,7 @@ def get_backend(engine: str):
     return module.BACKEND
 
 
-def backend_for(obj: Any):
+def backend_for(obj: Any) -> Backend:
     """Return the backend that owns ``obj`` (a frame, series, index or array).
 
     Examples

@@ -1,12 +1,13 @@
-"""The cuDF + CuPy engine: the pandas backend's methods on GPU frames.
+"""The cuDF + CuPy engine: the :class:`~tabflow.backends.Backend` protocol on GPU frames.
 
 cudf, cupy and dask_cudf are imported inside the methods, so importing this module (and
 tabflow) never loads them; :func:`tabflow.backends.get_backend` checks that cuDF is installed
-before handing this backend out. Canonical dtype names are the pandas backend's: cuDF
-columns are all nullable, so the masked names (``"Int64"``, ``"boolean"``) map to the plain
-cuDF dtypes (``int64``, ``bool``) and a cuDF column's canonical name is the plain one.
-String columns are cuDF's ``object``-typed string columns; list columns use
-``cudf.ListDtype``.
+before handing this backend out. Canonical dtype names are those of
+:mod:`tabflow.schema.dtypes`: cuDF columns are all nullable, so the masked names
+(``"Int64"``, ``"boolean"``) map to the plain cuDF dtypes (``int64``, ``bool``) and a cuDF
+column's canonical name is the plain one. String columns are cuDF's ``object``-typed string
+columns; list columns use ``cudf.ListDtype``. Arrays returned are CuPy arrays in device
+memory (the loader hands them to torch through DLPack, without a host copy).
 
 Where a result must be bit-identical to the pandas engine (stable hashes, hex parsing, sparse
 products) the work is done on the host by the pandas backend and the result moved back, so
@@ -22,24 +23,16 @@ Examples
 from __future__ import annotations
 
 import importlib
-import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from tabflow.backends.pandas_backend import BACKEND as _PANDAS
+from tabflow.backends.protocol import Allocate
+from tabflow.schema import dtypes as dtype_names
 
 __all__ = ["CudfBackend", "BACKEND"]
-
-_LIST_RE = re.compile(r"^list<(.+)>$")
-_STRING_NAMES = {"string", "str", "object", "large_string", "string[pyarrow]", "string[python]"}
-# Masked (pandas) names and the cuDF dtype each one means: every cuDF column can hold nulls.
-_MASKED = {
-    "Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",
-    "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64",
-    "Float32": "float32", "Float64": "float64", "boolean": "bool",
-}
 
 
 def _cudf() -> Any:
@@ -73,33 +66,31 @@ class CudfBackend:
         """Engine-neutral name of a dtype (``"int64"``, ``"string"``, ``"list<int64>"``)."""
         cudf = _cudf()
         if isinstance(dtype, str):
-            if dtype in _STRING_NAMES:
-                return "string"
-            match = _LIST_RE.match(dtype)
-            if match:
-                return f"list<{self.canonical_dtype(match.group(1))}>"
-            return str(np.dtype(_MASKED.get(dtype, dtype)))
+            if dtype_names.is_string(dtype):
+                return dtype_names.STRING
+            if dtype_names.is_list(dtype):
+                return dtype_names.list_dtype(self.canonical_dtype(dtype_names.element_dtype(dtype)))
+            # Every cuDF column can hold nulls: a masked name means its plain dtype here.
+            return str(np.dtype(dtype_names.unmasked_dtype(dtype)))
         if isinstance(dtype, type):
             return "string" if dtype is str else str(np.dtype(dtype))
         if isinstance(dtype, cudf.ListDtype):
-            return f"list<{self.canonical_dtype(dtype.element_type)}>"
+            return dtype_names.list_dtype(self.canonical_dtype(dtype.element_type))
         if isinstance(dtype, cudf.CategoricalDtype):
             return "string"
         if _is_pandas_string(dtype) or dtype == np.dtype("O"):
             return "string"
-        name = str(dtype)
-        return str(np.dtype(_MASKED.get(name, name)))
+        return str(np.dtype(dtype_names.unmasked_dtype(str(dtype))))
 
     def engine_dtype(self, canonical: str) -> Any:
         """Concrete cuDF dtype for a canonical dtype name."""
         cudf = _cudf()
         canonical = str(canonical)
-        if canonical in _STRING_NAMES:
+        if dtype_names.is_string(canonical):
             return np.dtype("O")
-        match = _LIST_RE.match(canonical)
-        if match:
-            return cudf.ListDtype(self.engine_dtype(match.group(1)))
-        return np.dtype(_MASKED.get(canonical, canonical))
+        if dtype_names.is_list(canonical):
+            return cudf.ListDtype(self.engine_dtype(dtype_names.element_dtype(canonical)))
+        return np.dtype(dtype_names.unmasked_dtype(canonical))
 
     def is_list_dtype(self, dtype: Any) -> bool:
         return isinstance(dtype, _cudf().ListDtype)
@@ -279,37 +270,32 @@ class CudfBackend:
         series.name = name
         return series
 
-    # ------------------------------------------------------- rows and tensors
+    # ---------------------------------------------------- rows and loader arrays
     def slice_rows(self, frame: Any, start: int, stop: int) -> Any:
         return frame.iloc[start:stop]
 
     def take_rows(self, frame: Any, positions: Any) -> Any:
         return frame.take(_cupy().asarray(positions)).reset_index(drop=True)
 
-    def column_to_torch(self, series: Any, dtype: str, na_value: float | None = None) -> Any:
-        """A scalar column as a 1-D CUDA tensor, through DLPack (no host copy)."""
-        import torch
-
+    def column_values(self, series: Any, dtype: str, na_value: float | None = None) -> Any:
+        """A scalar column as a 1-D contiguous CuPy array of ``dtype`` (nulls as in pandas)."""
         if na_value is None:
             _raise_on_nulls(series)
             values = series.astype(dtype).values
         else:
             values = series.astype(dtype).to_cupy(na_value=na_value)
-        return torch.from_dlpack(_cupy().ascontiguousarray(values))
+        return _cupy().ascontiguousarray(values)
 
-    def columns_to_torch(
+    def columns_matrix(
         self, frame: Any, names: Sequence[str], dtype: str, na_value: float | None = None,
-        allocate: Callable[[tuple[int, ...], str], Any] | None = None,
+        allocate: Allocate | None = None,
     ) -> Any:
-        """Several scalar columns as one ``[rows, len(names)]`` CUDA tensor.
+        """Several scalar columns as one ``[rows, len(names)]`` CuPy array.
 
         ``allocate`` provides host memory and is not used here: device memory comes from
         CuPy's memory pool, which already recycles it.
         """
-        import torch
-
-        cupy = _cupy()
-        out = cupy.empty((len(frame), len(names)), dtype=dtype)
+        out = _cupy().empty((len(frame), len(names)), dtype=dtype)
         for j, name in enumerate(names):
             series = frame[name]
             if na_value is None:
@@ -317,19 +303,17 @@ class CudfBackend:
                 out[:, j] = series.astype(dtype).values
             else:
                 out[:, j] = series.astype(dtype).to_cupy(na_value=na_value)
-        return torch.from_dlpack(out)
+        return out
 
-    def list_column_to_torch(self, series: Any, dtype: str) -> tuple[Any, Any]:
-        """A list column as flat ``values`` and int64 ``offsets`` CUDA tensors."""
-        import torch
-
+    def list_column_values(self, series: Any, dtype: str) -> tuple[Any, Any]:
+        """A list column as flat ``values`` (``dtype``) and int64 ``offsets`` CuPy arrays."""
         cupy = _cupy()
         leaves = series.list.leaves
         if leaves.null_count:
             raise ValueError(f"list column {series.name!r} holds null elements; fill them before loading")
         values, offsets = self.list_values_offsets(series)
         values = cupy.ascontiguousarray(cupy.asarray(values).astype(dtype, copy=False))
-        return torch.from_dlpack(values), torch.from_dlpack(cupy.ascontiguousarray(offsets))
+        return values, cupy.ascontiguousarray(offsets)
 
     # ---------------------------------------------------------- statistics helpers
     def value_counts(self, series: Any) -> Any:
@@ -470,10 +454,6 @@ class CudfBackend:
         for name, cast in exact.items():
             frame[name] = cast
         return frame
-
-    def arrow_canonical_dtype(self, arrow_type: pa.DataType, has_nulls: bool) -> str:
-        """Same planning as the pandas engine (masked names map to plain cuDF dtypes)."""
-        return _PANDAS.arrow_canonical_dtype(arrow_type, has_nulls)
 
     def to_arrow(self, frame: Any) -> pa.Table:
         return frame.to_arrow(preserve_index=False)

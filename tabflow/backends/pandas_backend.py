@@ -1,9 +1,9 @@
-"""The pandas + numpy engine: the reference implementation of every backend method.
+"""The pandas + numpy engine: the reference implementation of the :class:`~tabflow.backends.Backend` protocol.
 
 List (multi-hot) columns are held as ``pd.ArrowDtype(pa.list_(...))`` so that values and
-offsets are available without a Python loop; strings use pandas' default string dtype;
-integer columns that contain nulls use the masked ``Int64``-style dtypes so that a column's
-dtype never depends on whether one partition happens to hold a null.
+offsets are available without a Python loop; strings use pandas' NA-based Arrow string
+dtype; integer columns that contain nulls use the masked ``Int64``-style dtypes (the
+nullable-integer rule of :mod:`tabflow.schema.dtypes`). Arrays returned are NumPy arrays.
 
 Examples
 --------
@@ -16,8 +16,7 @@ Examples
 
 from __future__ import annotations
 
-import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import dask.dataframe as dd
 import numpy as np
@@ -25,10 +24,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["PandasBackend", "BACKEND"]
+from tabflow.backends.protocol import SAMPLE_VARIANTS, Allocate
+from tabflow.schema import dtypes as dtype_names
 
-_LIST_RE = re.compile(r"^list<(.+)>$")
-_STRING_NAMES = {"string", "str", "object", "large_string", "string[pyarrow]", "string[python]"}
+__all__ = ["PandasBackend", "BACKEND", "SAMPLE_VARIANTS"]
 
 
 def _pandas_string_dtype():
@@ -56,12 +55,12 @@ class PandasBackend:
     def canonical_dtype(self, dtype: Any) -> str:
         """Engine-neutral name of a dtype: numpy names, ``"string"``, ``"list<...>"``."""
         if isinstance(dtype, str):
-            return self.canonical_dtype(self.engine_dtype(dtype)) if dtype not in _STRING_NAMES else "string"
+            return self.canonical_dtype(self.engine_dtype(dtype)) if not dtype_names.is_string(dtype) else dtype_names.STRING
         if isinstance(dtype, type):
             # Python types (``str``, ``int``, ``float``) as users pass them in ``dtypes=``.
             return "string" if dtype is str else self.canonical_dtype(pd.api.types.pandas_dtype(dtype))
         if isinstance(dtype, pd.ArrowDtype):
-            return _arrow_canonical(dtype.pyarrow_dtype)
+            return dtype_names.arrow_dtype_name(dtype.pyarrow_dtype)
         if isinstance(dtype, pd.StringDtype) or dtype == object:
             return "string"
         if isinstance(dtype, pd.CategoricalDtype):
@@ -70,10 +69,10 @@ class PandasBackend:
 
     def engine_dtype(self, canonical: str) -> Any:
         """Concrete pandas dtype for a canonical dtype name."""
-        if canonical in _STRING_NAMES:
+        if dtype_names.is_string(canonical):
             return _pandas_string_dtype()
-        if _LIST_RE.match(canonical):
-            return pd.ArrowDtype(_canonical_arrow(canonical))
+        if dtype_names.is_list(canonical):
+            return pd.ArrowDtype(dtype_names.arrow_type(canonical))
         return pd.api.types.pandas_dtype(canonical)
 
     def is_list_dtype(self, dtype: Any) -> bool:
@@ -284,7 +283,7 @@ class PandasBackend:
         list_array = pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype=np.int32)), value_array)
         return pd.Series(pd.arrays.ArrowExtensionArray(list_array), index=index, name=name)
 
-    # ------------------------------------------------------- rows and tensors
+    # ---------------------------------------------------- rows and loader arrays
     def slice_rows(self, frame: pd.DataFrame, start: int, stop: int) -> pd.DataFrame:
         """Rows ``start:stop`` by position."""
         return frame.iloc[start:stop]
@@ -293,50 +292,63 @@ class PandasBackend:
         """Rows at the given positions, in that order."""
         return frame.take(np.asarray(positions)).reset_index(drop=True)
 
-    def column_to_torch(self, series: pd.Series, dtype: str, na_value: float | None = None) -> Any:
-        """A scalar column as a 1-D torch tensor of ``dtype`` (in host memory here).
+    def column_values(self, series: pd.Series, dtype: str, na_value: float | None = None) -> np.ndarray:
+        """A scalar column as a 1-D NumPy array of ``dtype``.
 
         Nulls become ``na_value``; with ``na_value=None`` a null is a ``ValueError`` naming
-        the column. cuDF returns a tensor on its GPU through DLPack instead.
+        the column. The array may be a read-only view of the column (copy it before writing).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> get_backend("pandas").column_values(pd.Series([1.5, None]), "float32", na_value=-1.0).tolist()
+        [1.5, -1.0]
         """
-        import torch
+        return _column_values(series, dtype, na_value)
 
-        values = _column_values(series, dtype, na_value)
-        if not values.flags.writeable:
-            # pandas hands out read-only views under copy-on-write; torch needs writable memory.
-            values = values.copy()
-        return torch.from_numpy(values)
-
-    def columns_to_torch(
+    def columns_matrix(
         self, frame: pd.DataFrame, names: Sequence[str], dtype: str, na_value: float | None = None,
-        allocate: Callable[[tuple[int, ...], str], np.ndarray] | None = None,
-    ) -> Any:
-        """Several scalar columns as one ``[rows, len(names)]`` tensor.
+        allocate: Allocate | None = None,
+    ) -> np.ndarray:
+        """Several scalar columns as one new C-contiguous ``[rows, len(names)]`` array.
 
         ``allocate(shape, dtype)`` provides the result's memory (by default a new NumPy
         array); the data loader passes a pool that recycles memory from chunk to chunk.
-        """
-        import torch
+        Nulls are handled as in :meth:`column_values`.
 
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> get_backend("pandas").columns_matrix(pd.DataFrame({"a": [1, 2], "b": [3, 4]}), ["b", "a"], "int64").tolist()
+        [[3, 1], [4, 2]]
+        """
         if not names:  # e.g. no continuous columns: still one (empty) row per frame row
-            return torch.empty((len(frame), 0), dtype=getattr(torch, dtype))
+            return np.empty((len(frame), 0), dtype=dtype)
         columns = [_column_values(frame[name], dtype, na_value) for name in names]
-        out = (allocate or np.empty)((len(frame), len(names)), dtype)
-        return torch.from_numpy(_stack_columns(columns, out))
+        return _stack_columns(columns, (allocate or np.empty)((len(frame), len(names)), dtype))
 
-    def list_column_to_torch(self, series: pd.Series, dtype: str) -> tuple[Any, Any]:
-        """A list column as flat ``values`` (``dtype``) and int64 ``offsets`` tensors.
+    def list_column_values(self, series: pd.Series, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+        """A list column as flat ``values`` (``dtype``) and int64 ``offsets`` arrays.
 
-        A null list is an empty list; a null inside a list is a ``ValueError`` naming the column.
+        A null list is an empty list; a null inside a list is a ``ValueError`` naming the
+        column. Both arrays are writable.
+
+        Examples
+        --------
+        >>> from tabflow.backends import get_backend
+        >>> pandas = get_backend("pandas")
+        >>> values, offsets = pandas.list_column_values(pandas.list_from_values_offsets([1, 2, 3], [0, 2, 3]), "float32")
+        >>> values.tolist(), offsets.tolist()
+        ([1.0, 2.0, 3.0], [0, 2, 3])
         """
-        import torch
-
         values, offsets = self.list_values_offsets(series)
         values = np.asarray(values)
         if values.dtype == object or (values.dtype.kind == "f" and np.dtype(dtype).kind != "f" and np.isnan(values).any()):
             raise ValueError(f"list column {series.name!r} holds null elements; fill them before loading")
         values = values.astype(dtype, copy=not values.flags.writeable)
-        return torch.from_numpy(values), torch.from_numpy(np.ascontiguousarray(offsets, dtype=np.int64))
+        return values, np.ascontiguousarray(offsets, dtype=np.int64)
 
     # ---------------------------------------------------------- statistics helpers
     def value_counts(self, series: pd.Series) -> pd.Series:
@@ -423,12 +435,12 @@ class PandasBackend:
 
     # ------------------------------------------------------- stable hashing / parsing
     def hash_values(self, series: pd.Series) -> np.ndarray:
-        """Stable uint64 xxHash64 of each value (definition in ``tabflow.ops._hashing``).
+        """Stable uint64 xxHash64 of each value (definition in ``tabflow.backends._hashing``).
 
         Strings hash their UTF-8 bytes; integers and booleans their int64 value; floats the
         int64 value when integral, else their float64 bytes; nulls get ``NULL_HASH``.
         """
-        from tabflow.ops import _hashing
+        from tabflow.backends import _hashing
 
         dtype = series.dtype
         if self.is_list_dtype(dtype):
@@ -463,7 +475,7 @@ class PandasBackend:
         Raises ValueError quoting the first value that is not 1-16 hex digits (with an
         optional ``0x`` prefix).
         """
-        from tabflow.ops._hex import parse_hex_buffers
+        from tabflow.backends._hex import parse_hex_buffers
 
         data, offsets, valid = self._string_buffers(series)
         values, present, bad = parse_hex_buffers(data, offsets, valid)
@@ -524,7 +536,7 @@ class PandasBackend:
                 column = column.cast(target.pyarrow_dtype)
             return pd.Series(pd.arrays.ArrowExtensionArray(column), name=name)
         if wanted is None:
-            wanted = self.arrow_canonical_dtype(arrow_type, column.null_count > 0)
+            wanted = dtype_names.arrow_canonical_dtype(arrow_type, column.null_count > 0)
         target = self.engine_dtype(wanted)
         column = _cast_numbers_exactly(column, wanted, name)
         arrow_type = column.type
@@ -535,13 +547,6 @@ class PandasBackend:
             series = series.astype(target)
         series.name = name
         return series
-
-    def arrow_canonical_dtype(self, arrow_type: pa.DataType, has_nulls: bool) -> str:
-        """Canonical dtype a column of ``arrow_type`` gets here (nullable ints become masked)."""
-        canonical = _arrow_canonical(arrow_type)
-        if has_nulls and (pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type)):
-            return "boolean" if canonical == "bool" else canonical.capitalize().replace("Uint", "UInt")
-        return canonical
 
     def to_arrow(self, frame: pd.DataFrame) -> pa.Table:
         return pa.Table.from_pandas(frame, preserve_index=False)
@@ -573,15 +578,13 @@ class PandasBackend:
         return int(frame.memory_usage(deep=True, index=False).sum())
 
 
-SAMPLE_VARIANTS = 3
 _SAMPLE_STRINGS = (["a", "b"], ["1", "2"], ["2020-01-01 00:00:00", "2020-01-02 12:30:00"])
 
 
 def _sample_values(canonical: str, variant: int = 0) -> list:
-    match = _LIST_RE.match(canonical)
-    if match:
-        return [[value] for value in _sample_values(match.group(1), variant)]
-    if canonical in _STRING_NAMES:
+    if dtype_names.is_list(canonical):
+        return [[value] for value in _sample_values(dtype_names.element_dtype(canonical), variant)]
+    if dtype_names.is_string(canonical):
         return list(_SAMPLE_STRINGS[variant])
     if canonical.lower() in ("bool", "boolean"):
         return [True, False]
@@ -783,19 +786,9 @@ def _arrow_to_series(values: pa.Array, name: str | None) -> pd.Series:
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         return pd.Series(values.to_pandas(), name=name).astype(_pandas_string_dtype())
     if values.null_count and (pa.types.is_integer(values.type) or pa.types.is_boolean(values.type)):
-        dtype = pd.api.types.pandas_dtype(BACKEND.arrow_canonical_dtype(values.type, True))
+        dtype = pd.api.types.pandas_dtype(dtype_names.arrow_canonical_dtype(values.type, True))
         return pd.Series(pd.array(values.to_pandas(types_mapper={values.type: dtype}.get), dtype=dtype), name=name)
     return pd.Series(values.to_pandas(), name=name)
-
-
-def _arrow_canonical(arrow_type: pa.DataType) -> str:
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return f"list<{_arrow_canonical(arrow_type.value_type)}>"
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return "string"
-    if pa.types.is_dictionary(arrow_type):
-        return _arrow_canonical(arrow_type.value_type)
-    return str(np.dtype(arrow_type.to_pandas_dtype()))
 
 
 def _portable_list(array: pa.Array) -> pa.Array:
@@ -803,17 +796,6 @@ def _portable_list(array: pa.Array) -> pa.Array:
     if pa.types.is_list(array.type) and pa.types.is_large_string(array.type.value_type):
         return array.cast(pa.list_(pa.string()))
     return array
-
-
-def _canonical_arrow(canonical: str) -> pa.DataType:
-    match = _LIST_RE.match(canonical)
-    if match:
-        return pa.list_(_canonical_arrow(match.group(1)))
-    if canonical in _STRING_NAMES:
-        return pa.string()
-    if canonical == "boolean":
-        return pa.bool_()
-    return pa.from_numpy_dtype(np.dtype(canonical.lower()))
 
 
 BACKEND = PandasBackend()

@@ -1,7 +1,8 @@
 """Chunk builders: turn one in-memory frame into named tensors, once per column per chunk.
 
 A builder holds only column names and dtypes (no reference to a loader), because it runs in
-the loader thread. Every engine difference goes through the frame's backend.
+the loader thread. Every engine difference goes through the frame's backend, which returns
+arrays; :func:`~tabflow.loader._tensors.as_tensor` makes them tensors.
 
 Examples
 --------
@@ -20,7 +21,8 @@ import numpy as np
 import torch
 
 from tabflow.backends import backend_for
-from tabflow.loader._tensors import Allocate, Ragged
+from tabflow.loader._tensors import Allocate, Ragged, as_tensor
+from tabflow.schema import dtypes
 
 __all__ = ["TupleBuilder", "DictBuilder", "ColumnSpec", "pad_ragged"]
 
@@ -40,13 +42,13 @@ class TupleBuilder:
         stacked columns (the loader recycles it through a pool)."""
         backend = backend_for(frame)
         out = {
-            "cats": backend.columns_to_torch(frame, self.cats, "int64", allocate=allocate),
-            "conts": backend.columns_to_torch(frame, self.conts, "float32", na_value=np.nan, allocate=allocate),
+            "cats": as_tensor(backend.columns_matrix(frame, self.cats, "int64", allocate=allocate)),
+            "conts": as_tensor(backend.columns_matrix(frame, self.conts, "float32", na_value=np.nan, allocate=allocate)),
         }
         if len(self.labels) == 1:
-            out["labels"] = backend.column_to_torch(frame[self.labels[0]], "float32")
+            out["labels"] = as_tensor(backend.column_values(frame[self.labels[0]], "float32"))
         else:
-            out["labels"] = backend.columns_to_torch(frame, self.labels, "float32", allocate=allocate)
+            out["labels"] = as_tensor(backend.columns_matrix(frame, self.labels, "float32", allocate=allocate))
         return out
 
 
@@ -76,10 +78,10 @@ class DictBuilder:
         for spec in self.columns:
             series = frame[spec.name]
             if not spec.is_list:
-                out[spec.name] = backend.column_to_torch(series, spec.dtype, na_value=spec.na_value)
+                out[spec.name] = as_tensor(backend.column_values(series, spec.dtype, na_value=spec.na_value))
                 continue
-            values, offsets = backend.list_column_to_torch(series, spec.dtype)
-            ragged = Ragged.from_offsets(values, offsets)
+            values, offsets = backend.list_column_values(series, spec.dtype)
+            ragged = Ragged.from_offsets(as_tensor(values), as_tensor(offsets))
             if spec.width is not None and len(ragged.host_offsets) > 1:
                 longest = int(np.diff(ragged.host_offsets).max())
                 if longest > spec.width:
@@ -119,12 +121,11 @@ def ragged_coordinates(ragged: Ragged) -> tuple[torch.Tensor, torch.Tensor]:
 
 def natural_dtype(canonical: str) -> str:
     """Tensor dtype for a column with no role: integers int64, floats float32, booleans bool."""
-    name = canonical.lower()
-    if name.startswith(("int", "uint")):
+    if dtypes.is_integer(canonical):
         return "int64"
-    if name in ("bool", "boolean"):
+    if dtypes.is_bool(canonical):
         return "bool"
-    if name.startswith("float"):
+    if dtypes.is_float(canonical):
         return "float32"
     raise TypeError(f"dtype {canonical!r} cannot become a tensor; encode it first (e.g. with Categorify)")
 

@@ -30,10 +30,24 @@ import torch
 
 from tabflow.backends import backend_for
 from tabflow.loader._memory import ArrayPool
-from tabflow.loader._plan import ChunkSpec, chunk_permutation, default_epoch_seed, epoch_seed, plan_epoch, rank_share, skip_rows
+from tabflow.loader._plan import (
+    ChunkSpec,
+    chunk_permutation,
+    default_epoch_seed,
+    epoch_seed,
+    plan_epoch,
+    rank_share,
+    skip_rows,
+)
 from tabflow.loader._prefetch import Prefetcher
 from tabflow.loader._ranks import resolve_ranks
-from tabflow.loader._tensors import cat_chunks, chunk_to_device, record_stream, slice_chunk, take_rows
+from tabflow.loader._tensors import (
+    cat_chunks,
+    chunk_to_device,
+    record_stream,
+    slice_chunk,
+    take_rows,
+)
 
 __all__ = ["ChunkLoader", "resolve_device"]
 

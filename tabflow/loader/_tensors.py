@@ -1,4 +1,8 @@
-"""Chunks of named tensors: row slicing (views), concatenation, and moves to a device.
+"""Chunks of named tensors: the arrays-to-tensors boundary, row slicing (views),
+concatenation, and moves to a device.
+
+Backends return arrays (NumPy for pandas, CuPy for cuDF); :func:`as_tensor` is the one
+place they become tensors.
 
 A chunk maps names to either a dense tensor whose first axis is rows, or a :class:`Ragged`
 column (flat ``values`` + ``offsets`` with ``rows + 1`` entries). Row offsets are also kept as
@@ -16,12 +20,42 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
-__all__ = ["Ragged", "slice_chunk", "cat_chunks", "take_rows", "chunk_to_device", "record_stream"]
+# ``allocate(shape, dtype) -> numpy.ndarray``, where host results go (the loader's pool): the
+# backends' columns_matrix takes the same callable.
+from tabflow.backends.protocol import Allocate
+
+__all__ = ["Ragged", "as_tensor", "slice_chunk", "cat_chunks", "take_rows", "chunk_to_device", "record_stream"]
+
+
+def as_tensor(array: Any) -> torch.Tensor:
+    """An engine's array as a tensor, sharing its memory wherever torch can.
+
+    A NumPy array goes through ``torch.from_numpy`` (a read-only one, such as a view of a
+    pandas column under copy-on-write, is copied first: tensors are writable); any other
+    array (CuPy) through DLPack, staying on its device without a host copy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.loader._tensors import as_tensor
+    >>> array = np.arange(3)
+    >>> tensor = as_tensor(array)
+    >>> tensor.tolist(), np.shares_memory(tensor.numpy(), array)
+    ([0, 1, 2], True)
+    >>> array.flags.writeable = False
+    >>> np.shares_memory(as_tensor(array).numpy(), array)
+    False
+    """
+    if isinstance(array, np.ndarray):
+        if not array.flags.writeable:
+            array = array.copy()
+        return torch.from_numpy(array)
+    return torch.from_dlpack(array)
 
 
 class Ragged(NamedTuple):
@@ -41,9 +75,6 @@ class Ragged(NamedTuple):
 
 
 Chunk = Mapping[str, Any]
-
-#: ``allocate(shape, dtype) -> numpy.ndarray``: where host results go (the loader's pool).
-Allocate = Callable[[tuple, Any], np.ndarray]
 
 
 def slice_chunk(chunk: Chunk, start: int, stop: int) -> dict[str, Any]:

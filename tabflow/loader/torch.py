@@ -33,7 +33,11 @@ from tabflow.loader._builders import (
 )
 from tabflow.loader._pipeline import ChunkLoader, resolve_device
 from tabflow.loader._tensors import Ragged
-from tabflow.loader.embeddings import EmbeddingTables, embedding_config, sparse_and_dense_parameters
+from tabflow.loader.embeddings import (
+    EmbeddingTables,
+    embedding_config,
+    sparse_and_dense_parameters,
+)
 from tabflow.loader.models import DLRM
 from tabflow.schema import Tags
 

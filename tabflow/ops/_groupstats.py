@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from tabflow.backends import backend_for
-from tabflow.selector import ColumnSelector
+from tabflow.graph.node import Node
+from tabflow.graph.selector import ColumnSelector
 
 ROWS = "__rows"
 
@@ -99,8 +100,6 @@ def finalize_stats(partial: Any, keys: list[str], values: Sequence[str], stats: 
 
 def as_names(columns: Any) -> list[str]:
     """Column names from a name, a list of names, a selector or a resolved node."""
-    from tabflow.selector import Node
-
     if columns is None:
         return []
     if isinstance(columns, str):

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (makes pa.compute available)
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.schema import dtypes
 
 __all__ = [
     "PAD_INDEX",
@@ -111,11 +112,10 @@ def per_column(value: Any, unit: Unit, default: Any = None) -> Any:
 
 def check_dtypes(unit: Unit, input_schema: Any) -> None:
     """TypeError naming the column unless the unit's input dtypes can be encoded together."""
-    backend = get_backend("pandas")
     kinds = set()
     for name in unit.inputs:
         column = input_schema[name]
-        kind = _value_kind(backend, column.element_dtype)
+        kind = _value_kind(column.element_dtype)
         if kind is None or (column.is_list and unit.combo):
             raise TypeError(
                 f"Categorify cannot encode column {name!r} of dtype {column.dtype}; it encodes "
@@ -126,15 +126,10 @@ def check_dtypes(unit: Unit, input_schema: Any) -> None:
         raise TypeError(f"joint group {list(unit.inputs)} mixes string and numeric columns")
 
 
-def _value_kind(backend: Any, dtype: str) -> str | None:
-    try:
-        engine_dtype = backend.engine_dtype(dtype)
-        if backend.is_string_dtype(engine_dtype):
-            return "string"
-        numeric = np.dtype(getattr(engine_dtype, "numpy_dtype", engine_dtype)).kind in "iufb"
-    except (TypeError, ValueError):
-        return None
-    return "number" if numeric else None
+def _value_kind(dtype: str) -> str | None:
+    if dtypes.is_string(dtype):
+        return "string"
+    return "number" if dtypes.is_integer(dtype) or dtypes.is_float(dtype) or dtypes.is_bool(dtype) else None
 
 
 def embedding_dimension(cardinality: int) -> int:
@@ -217,7 +212,8 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
     """Sort host counts by (count descending, value ascending), drop rare values, keep ``limit``.
 
     The order depends only on the counts, so a vocabulary fitted on one partition or on many
-    is identical.
+    is identical. Within a combination (``encode_type="combo"``) a null sorts before every
+    value, as in NVTabular: ``(None, "x")`` comes before ``("a", "x")`` when their counts tie.
     """
     value_columns = [c for c in counts.columns if c != COUNT]
     if freq_threshold:
@@ -239,7 +235,7 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
 
 def _stable_argsort(series: pd.Series) -> np.ndarray:
     array = pa.array(series.array if hasattr(series.array, "__arrow_array__") else series, from_pandas=True)
-    indices = pa.compute.array_sort_indices(array, order="ascending", null_placement="at_end")
+    indices = pa.compute.array_sort_indices(array, order="ascending", null_placement="at_start")
     return indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
@@ -269,12 +265,13 @@ def _plain_dtype(series: pd.Series) -> pd.Series:
 
 # ------------------------------------------------------------------------------ encoding
 def encode_unit(
-    df: Any, unit: Unit, table: Any, vocab_offset: int, n_oov: int, dtype: str
+    df: Any, unit: Unit, table: Any, vocab_offset: int, n_oov: int, dtype: str, shift: int = 0
 ) -> dict[str, Any]:
-    """Output series of a unit: codes of its vocabulary ``table`` (from ``backend.lookup_table``)."""
+    """Output series of a unit: codes of its vocabulary ``table`` (from ``backend.lookup_table``),
+    every code but padding moved up by ``shift`` (a block of a single shared table)."""
     backend = backend_for(df)
     if unit.combo:
-        codes = _codes(backend, df[list(unit.inputs)], table, vocab_offset, n_oov)
+        codes = _codes(backend, df[list(unit.inputs)], table, vocab_offset, n_oov, shift)
         return {unit.outputs[0]: backend.series(codes, name=unit.outputs[0], index=df.index).astype(dtype)}
     out = {}
     for name in unit.inputs:
@@ -282,15 +279,15 @@ def encode_unit(
         if backend.is_list_dtype(column.dtype):
             flat = backend.list_values_series(column)
             _, offsets = backend.list_values_offsets(column)
-            codes = _codes(backend, flat, table, vocab_offset, n_oov).astype(dtype)
+            codes = _codes(backend, flat, table, vocab_offset, n_oov, shift).astype(dtype)
             out[name] = backend.list_from_values_offsets(codes, offsets, index=df.index, name=name)
         else:
-            codes = _codes(backend, column, table, vocab_offset, n_oov)
+            codes = _codes(backend, column, table, vocab_offset, n_oov, shift)
             out[name] = backend.series(codes, name=name, index=df.index).astype(dtype)
     return out
 
 
-def _codes(backend: Any, keys: Any, table: Any, vocab_offset: int, n_oov: int) -> Any:
+def _codes(backend: Any, keys: Any, table: Any, vocab_offset: int, n_oov: int, shift: int = 0) -> Any:
     xp = backend.xp
     positions = backend.lookup(table, keys)
     null = backend.null_mask(keys)
@@ -301,7 +298,7 @@ def _codes(backend: Any, keys: Any, table: Any, vocab_offset: int, n_oov: int) -
             buckets = hash_keys(backend, keys[oov]) % np.uint64(n_oov)
             codes[oov] = OOV_INDEX + buckets.astype(xp.int64)
     codes[null] = NULL_INDEX
-    return codes
+    return codes + shift if shift else codes
 
 
 def decode_codes(codes: np.ndarray, vocab: pd.DataFrame, vocab_offset: int, oov_value: Any = None) -> pd.DataFrame:
@@ -326,7 +323,7 @@ def decode_codes(codes: np.ndarray, vocab: pd.DataFrame, vocab_offset: int, oov_
 
 # ------------------------------------------------------------------------------- hashing
 def hash_keys(backend: Any, keys: Any) -> Any:
-    """Stable uint64 hash of each key (:mod:`tabflow.ops._hashing`); a frame folds its columns.
+    """Stable uint64 hash of each key (:mod:`tabflow.backends._hashing`); a frame folds its columns.
 
     The hash of one value is the engine's ``hash_values`` (xxHash64 of a documented byte
     form), so buckets agree across runs, machines and engines; a multi-column key combines
@@ -343,7 +340,7 @@ def hash_keys(backend: Any, keys: Any) -> Any:
     """
     if not backend.is_frame(keys):
         return backend.hash_values(keys)
-    from tabflow.ops._hashing import hash_combine
+    from tabflow.backends._hashing import hash_combine
 
     columns = list(keys.columns)
     hashed = backend.hash_values(keys[columns[0]])

@@ -63,21 +63,22 @@ def _meta_path(out_path: str | os.PathLike, key: str) -> str:
     return os.path.join(os.fspath(out_path), STAT_DIR, f"meta.{key}.parquet")
 
 
-def unique_table(unit: Unit, vocab: pd.DataFrame, n_oov: int, with_counts: bool) -> pd.DataFrame:
-    """A vocabulary table as NVTabular lays it out: value column(s), ``<key>_size``, index = code."""
+def unique_table(unit: Unit, vocab: pd.DataFrame, n_oov: int, with_counts: bool, shift: int = 0) -> pd.DataFrame:
+    """A vocabulary table as NVTabular lays it out: value column(s), ``<key>_size``, index = code
+    (moved up by ``shift`` for a block of a single shared table)."""
     names = list(unit.inputs) if unit.combo else [unit.key]
     table = pd.DataFrame({name: vocab[value].array for name, value in zip(names, unit.value_columns)})
     if with_counts:
         table[f"{unit.key}_size"] = vocab[COUNT].to_numpy(dtype=np.int64)
-    table.index = pd.RangeIndex(OOV_INDEX + n_oov, OOV_INDEX + n_oov + len(table))
+    table.index = pd.RangeIndex(OOV_INDEX + n_oov + shift, OOV_INDEX + n_oov + shift + len(table))
     return table
 
 
-def meta_table(n_oov: int, n_unique: int, observed: tuple[int, int, int] | None) -> pd.DataFrame:
+def meta_table(n_oov: int, n_unique: int, observed: tuple[int, int, int] | None, shift: int = 0) -> pd.DataFrame:
     """The index ranges of one vocabulary; ``observed`` = (nulls, OOV rows, vocabulary rows)."""
     meta = {
         "kind": ["pad", "null", "oov", "unique"],
-        "offset": np.array([PAD_INDEX, NULL_INDEX, OOV_INDEX, OOV_INDEX + n_oov], dtype=np.int64),
+        "offset": np.array([PAD_INDEX, NULL_INDEX + shift, OOV_INDEX + shift, OOV_INDEX + n_oov + shift], dtype=np.int64),
         "num_indices": np.array([1, 1, n_oov, n_unique], dtype=np.int64),
     }
     if observed is not None:

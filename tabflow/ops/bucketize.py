@@ -8,11 +8,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.hash_bucket import categorical_column
 from tabflow.ops.normalize import _require_numeric
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["Bucketize"]
 

@@ -10,16 +10,30 @@ import dask.utils
 import numpy as np
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _vocab, _vocab_files
+from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
+from tabflow.ops.embedding_sizes import (
+    get_embedding_sizes,  # also importable from here, as in NVTabular
+)
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
-from tabflow.selector import ColumnSelector
 
-__all__ = ["Categorify"]
+__all__ = ["Categorify", "get_embedding_sizes"]
 
 _ENCODE_TYPES = ("joint", "combo")
 
 
+@inert_arguments(
+    search_sorted=InertArgument(False, "values are always looked up in a hash table kept in memory"),
+    cat_cache=InertArgument("host", "vocabularies are kept in host memory and moved to the data's engine once"),
+    on_host=InertArgument(True, "vocabularies are always kept in host memory"),
+    na_sentinel=InertArgument(None, "nulls always get index 1"),
+    tree_width=InertArgument(
+        None, "deprecated in NVTabular 23.08 too; use split_every (fan-in of the count merge) and split_out "
+        "(files per vocabulary)", FutureWarning,
+    ),
+)
 class Categorify(StatOperator):
     """Map each categorical value to an integer index, most frequent values first.
 
@@ -44,7 +58,7 @@ class Categorify(StatOperator):
         values are all null is null.
     num_buckets : int or dict, optional
         Number of OOV indices. OOV values are spread over them by tabflow's stable hash
-        (xxHash64, see :mod:`tabflow.ops._hashing`): OOV index ``2 + hash % num_buckets``,
+        (xxHash64, see :mod:`tabflow.backends._hashing`): OOV index ``2 + hash % num_buckets``,
         the bucket :class:`~tabflow.ops.HashBucket` gives, on every machine and engine.
     max_size : int or dict, default 0
         Total embedding table size, padding, null and OOV rows included: at most
@@ -80,13 +94,14 @@ class Categorify(StatOperator):
         vocabulary, measured in host memory once merged, raise a ``UserWarning``: they are
         held in a single process, so a larger table risks running out of memory. Default:
         12.5% of the machine's memory, as in NVTabular. Only a warning; nothing is spilled.
-    tree_width : optional
-        Ignored with a ``FutureWarning`` when set, as in NVTabular 23.08 (use
-        ``split_every`` and ``split_out``).
-    search_sorted, cat_cache, on_host, na_sentinel, single_table : optional
-        Accepted so that NVTabular scripts run unchanged; they select NVTabular storage and
-        lookup strategies (tabflow always looks values up in a hash table kept in memory)
-        and have no effect here.
+    single_table : bool, default False
+        Lay the vocabularies of all the op's columns out one after another in one index
+        space, for models with a single embedding table shared by every feature (as
+        NVTabular's ``single_table``): the first vocabulary keeps the convention above, and
+        each next one's block (its null index, its OOV indices, its values) starts after the
+        previous block's last index. Index 0 (padding) is shared; every column's
+        ``cardinality`` is then the size of the whole table, and ``domain["name"]`` is
+        ``"single_table"``.
 
     Attributes
     ----------
@@ -96,6 +111,9 @@ class Categorify(StatOperator):
         parquet with the workflow.
     oov_slots_, null_counts_ : dict of str to int
         OOV indices and nulls seen while fitting, per vocabulary.
+    offsets_ : dict of str to int
+        With ``single_table``, how far each vocabulary's block is shifted from the usual
+        layout (0 for the first); empty otherwise.
     encodings_ : dict of str to str
         Vocabulary of each output column.
 
@@ -201,6 +219,7 @@ class Categorify(StatOperator):
         self.tree_width = tree_width
         self.split_out = split_out
         self.split_every = split_every
+        warn_inert_arguments(self)
 
     # ----------------------------------------------------------------- helpers
     def _units(self, col_selector: ColumnSelector) -> list[_vocab.Unit]:
@@ -221,9 +240,16 @@ class Categorify(StatOperator):
         return _vocab.Unit(key, tuple(self.combo_inputs_[key]) if combo else (column,), (column,), combo=combo)
 
     def cardinality(self, column: str) -> int:
-        """Embedding rows an output column needs: vocabulary + OOV indices + 2 (pad, null)."""
+        """Embedding rows an output column needs: vocabulary + OOV indices + 2 (pad, null);
+        with ``single_table``, the rows of the whole shared table."""
         unit = self._unit_of(column)
+        if self.single_table:
+            return _table_size(self.vocabs_, self.oov_slots_)
         return len(self.vocabs_[unit.key]) + self.oov_slots_[unit.key] + 2
+
+    def _shift(self, key: str) -> int:
+        # Workflows saved before single_table existed have no offsets_.
+        return int(getattr(self, "offsets_", {}).get(key, 0))
 
     def decode(self, data: Any, column: str, oov_value: Any = None) -> Any:
         """Map indices of output ``column`` back to values (``data``: a series or a frame).
@@ -236,12 +262,13 @@ class Categorify(StatOperator):
         backend = backend_for(series)
         vocab = self.vocabs_[unit.key]
         offset = 2 + self.oov_slots_[unit.key]
+        shift = self._shift(unit.key)
         if backend.is_list_dtype(series.dtype):
             flat, offsets = backend.list_values_offsets(series)
-            values = _vocab.decode_codes(backend.to_host(flat), vocab, offset, oov_value)["value"]
+            values = _vocab.decode_codes(_unshift(backend.to_host(flat), shift), vocab, offset, oov_value)["value"]
             out = get_backend("pandas").list_from_values_offsets(values, offsets, name=column)
             return backend.from_host(out.set_axis(backend.to_host(series.index)))
-        codes = backend.to_numpy(series, dtype="int64")
+        codes = _unshift(backend.to_numpy(series, dtype="int64"), shift)
         decoded = _vocab.decode_codes(codes, vocab, offset, oov_value).set_axis(backend.to_host(series.index))
         if unit.combo:
             decoded.columns = list(unit.inputs)
@@ -276,13 +303,6 @@ class Categorify(StatOperator):
         if self.out_path is not None and not isinstance(self.out_path, (str, os.PathLike)):
             raise TypeError(f"out_path must be a directory path or None, got {self.out_path!r:.60}")
         self._memory_limit()  # a malformed limit fails before any data is read
-        if self.tree_width is not None:
-            warnings.warn(
-                "Categorify ignores tree_width (NVTabular 23.08 deprecated it too); "
-                "use split_every for the fan-in of the count merge and split_out for the number of files",
-                FutureWarning,
-                stacklevel=3,
-            )
 
     def _memory_limit(self) -> int:
         """``cardinality_memory_limit`` in bytes (default: 12.5% of the machine's memory)."""
@@ -341,9 +361,11 @@ class Categorify(StatOperator):
                 combos[key] = list(unit.inputs)
         if self.out_path is not None:
             # Written before any fitted state is set: a failed write leaves the op unfitted.
-            self._write_vocabularies(partial, vocabs, slots, observed)
+            shifts = _single_table_offsets(vocabs, slots) if self.single_table else {}
+            self._write_vocabularies(partial, vocabs, slots, observed, shifts)
         self.vocabs_, self.oov_slots_, self.null_counts_ = vocabs, slots, nulls
         self.encodings_, self.combo_inputs_ = encodings, combos
+        self.offsets_ = _single_table_offsets(vocabs, slots) if self.single_table else {}
         self._tables = {}
 
     def _warn_if_large(self, key: str, counts: Any) -> None:
@@ -359,13 +381,14 @@ class Categorify(StatOperator):
             )
 
     def _write_vocabularies(
-        self, partial: dict[str, Any], vocabs: dict[str, Any], slots: dict[str, int], observed: dict[str, tuple]
+        self, partial: dict[str, Any], vocabs: dict[str, Any], slots: dict[str, int], observed: dict[str, tuple],
+        shifts: dict[str, int],
     ) -> None:
         tables, split_out = {}, {}
         for key, entry in partial.items():
-            unit, n_oov = entry["unit"], slots[key]
-            unique = _vocab_files.unique_table(unit, vocabs[key], n_oov, with_counts=key in observed)
-            tables[key] = (unique, _vocab_files.meta_table(n_oov, len(unique), observed.get(key)))
+            unit, n_oov, shift = entry["unit"], slots[key], shifts.get(key, 0)
+            unique = _vocab_files.unique_table(unit, vocabs[key], n_oov, with_counts=key in observed, shift=shift)
+            tables[key] = (unique, _vocab_files.meta_table(n_oov, len(unique), observed.get(key), shift=shift))
             split_out[key] = _vocab.per_column(self.split_out, unit, 1)
         _vocab_files.write_vocabularies(self.out_path, tables, split_out)
 
@@ -382,7 +405,7 @@ class Categorify(StatOperator):
         for unit in self._units(col_selector):
             table = self._table(unit.key, backend)
             offset = 2 + self.oov_slots_[unit.key]
-            out.update(_vocab.encode_unit(df, unit, table, offset, self.oov_slots_[unit.key], dtype))
+            out.update(_vocab.encode_unit(df, unit, table, offset, self.oov_slots_[unit.key], dtype, self._shift(unit.key)))
         return backend.frame_from_dict(out, index=df.index)
 
     def _table(self, key: str, backend: Any) -> Any:
@@ -404,12 +427,21 @@ class Categorify(StatOperator):
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         return {out: list(unit.inputs) for unit in self._units(col_selector) for out in unit.outputs}
 
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
-        self._unit_cache = {out: unit for unit in self._units(col_selector) for out in unit.outputs}
-        return super().compute_output_schema(input_schema, col_selector)
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
+        return Schema([
+            self._column_schema(out, unit, input_schema.select_by_name(unit.inputs))
+            for unit in self._units(col_selector)
+            for out in unit.outputs
+        ])
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
-        unit = self._unit_cache[col_name]
+        # ``input_schema`` holds the columns encoded together into ``col_name``.
+        names = input_schema.column_names
+        group = ColumnSelector(names if len(names) == 1 else [names])
+        unit = next(unit for unit in self._units(group) if col_name in unit.outputs)
+        return self._column_schema(col_name, unit, input_schema)
+
+    def _column_schema(self, col_name: str, unit: _vocab.Unit, input_schema: Schema) -> ColumnSchema:
         column = super().compute_column_schema(col_name, input_schema)
         is_list = not unit.combo and input_schema[col_name].is_list
         column = column.with_dtype(f"list<{self.output_dtype}>" if is_list else self.output_dtype)
@@ -421,12 +453,33 @@ class Categorify(StatOperator):
             "start_index": 0,
         }
         if self.fitted and unit.key in getattr(self, "vocabs_", {}):
-            cardinality = len(self.vocabs_[unit.key]) + self.oov_slots_[unit.key] + 2
+            cardinality = self.cardinality(unit.outputs[0])
             dimension = _vocab.embedding_dimension(cardinality)
             properties["cardinality"] = cardinality
-            properties["domain"] = {"min": 0, "max": cardinality - 1, "name": unit.key}
+            properties["domain"] = {"min": 0, "max": cardinality - 1, "name": "single_table" if self.single_table else unit.key}
             properties["embedding_sizes"] = {"cardinality": cardinality, "dimension": dimension}
             if self.out_path is not None:
                 properties["cat_path"] = _vocab_files.unique_path(self.out_path, unit.key)
         return column.with_properties(**properties)
 
+
+def _single_table_offsets(vocabs: dict[str, Any], slots: dict[str, int]) -> dict[str, int]:
+    """Shift of each vocabulary's block when they follow one another in one table."""
+    offsets, shift = {}, 0
+    for key, vocab in vocabs.items():
+        offsets[key] = shift
+        shift += 1 + slots[key] + len(vocab)  # its null index, OOV indices and values
+    return offsets
+
+
+def _table_size(vocabs: dict[str, Any], slots: dict[str, int]) -> int:
+    """Rows of the single table: padding plus every vocabulary's block."""
+    return 1 + sum(1 + slots[key] + len(vocab) for key, vocab in vocabs.items())
+
+
+def _unshift(codes: Any, shift: int) -> Any:
+    """Codes of a single-table block in the usual layout (padding stays 0)."""
+    if not shift:
+        return codes
+    codes = np.asarray(codes, dtype=np.int64)
+    return np.where(codes > 0, codes - shift, 0)

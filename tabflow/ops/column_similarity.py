@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.normalize import _require_numeric
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
-from tabflow.selector import ColumnSelector
 
 __all__ = ["ColumnSimilarity"]
 

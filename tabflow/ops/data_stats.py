@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.normalize import _merge_moments
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema, Tags
-from tabflow.selector import ColumnSelector
 
 __all__ = ["DataStats"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
 from tabflow.ops.normalize import _require_numeric
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
-from tabflow.selector import ColumnSelector
 
 __all__ = ["DifferenceLag"]
 

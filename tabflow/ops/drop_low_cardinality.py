@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["DropLowCardinality"]
 

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
+from tabflow.ops._compat import FittedAlias
 from tabflow.ops.fill_missing import FillsNulls, fill_columns
 from tabflow.ops.normalize import _require_numeric, warn_no_finite_values
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["FillMedian"]
 
@@ -57,6 +58,9 @@ class FillMedian(FillsNulls, StatOperator):
     >>> wf.fit_transform(pd.DataFrame({"x": [1.0, None, 2.0, float("inf")]}))["x"].tolist()
     [1.0, 1.5, 2.0, inf]
     """
+
+    # NVTabular's name of the fitted statistics.
+    medians = FittedAlias("medians_")
 
     def __init__(self, add_binary_cols: bool = False) -> None:
         self.add_binary_cols = add_binary_cols

@@ -6,9 +6,9 @@ from numbers import Number
 from typing import Any, Callable
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["FillMissing"]
 

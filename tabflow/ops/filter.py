@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
-from tabflow.selector import ColumnSelector
 
 __all__ = ["Filter"]
 

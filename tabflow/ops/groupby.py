@@ -7,15 +7,17 @@ from typing import Any, Sequence
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
-from tabflow.selector import ColumnSelector
 
 __all__ = ["Groupby"]
 
-_AGGS = ("list", "first", "last", "count", "sum", "mean", "min", "max", "std", "var")
-_FLOAT_AGGS = ("mean", "std", "var")
+_AGGS = ("list", "first", "last", "count", "nunique", "sum", "mean", "median", "min", "max", "std", "var")
+# NVTabular 23.08's output dtypes for these aggregations.
+_FLOAT32_AGGS = ("mean", "median", "std", "var")
+_INT32_AGGS = ("count", "nunique")
 
 
 class Groupby(Operator):
@@ -23,10 +25,14 @@ class Groupby(Operator):
 
     Within each group, rows are ordered by ``sort_cols`` (stable, so rows with equal sort
     values keep their order) before aggregating: ``"list"`` collects the values into a list
-    column, ``"first"``/``"last"`` take the value of the first/last row (even when it is
-    null), ``"count"`` counts non-null values, ``"sum"``, ``"mean"``, ``"min"``, ``"max"``,
-    ``"std"`` and ``"var"`` (ddof=1) summarise them. Output columns are the group columns,
-    then ``<col><name_sep><agg>``. Output groups are sorted by key, null keys last.
+    column (in descending order with ``ascending=False``), ``"first"``/``"last"`` take the
+    value of the row with the smallest/largest sort values (whatever ``ascending`` says, as
+    in NVTabular; even when the value is null), ``"count"`` counts non-null values,
+    ``"nunique"`` distinct non-null values, and ``"sum"``, ``"mean"``, ``"median"``,
+    ``"min"``, ``"max"``, ``"std"`` and ``"var"`` (ddof=1) summarise them. Counts are int32
+    and ``mean``/``median``/``std``/``var`` float32, NVTabular's dtypes. Output columns are
+    the group columns that are selected, then ``<col><name_sep><agg>``. Output groups are
+    sorted by key, null keys last.
 
     The op replaces the rows of each partition by its groups, so every group must lie in one
     partition: use ``dataset.shuffle_by_keys(groupby_cols)`` first when the data is not
@@ -44,7 +50,7 @@ class Groupby(Operator):
         the dict are dropped).
     name_sep : str, default "_"
     ascending : bool, default True
-        Direction of ``sort_cols``.
+        Direction of ``sort_cols`` for the ``"list"`` aggregation.
 
     Examples
     --------
@@ -105,32 +111,39 @@ class Groupby(Operator):
         ).reset_index(drop=True)
         starts, offsets = _group_starts(ordered, keys, backend)
         ids = backend.series(np.repeat(np.arange(len(starts)), np.diff(offsets)), index=ordered.index)
-        out = {k: ordered[k].iloc[starts].reset_index(drop=True) for k in keys}
+        out = {k: ordered[k].iloc[starts].reset_index(drop=True) for k in self._output_keys(col_selector)}
+        # "first" is the row with the smallest sort values, also when the rows (and lists)
+        # are in descending order.
+        smallest, largest = (starts, offsets[1:] - 1) if self.ascending else (offsets[1:] - 1, starts)
         for name, (column, agg) in self._plan(col_selector).items():
             values = ordered[column]
             if agg == "list":
                 result = backend.list_from_values_offsets(values, offsets)
             elif agg in ("first", "last"):
-                result = values.iloc[starts if agg == "first" else offsets[1:] - 1]
+                result = values.iloc[smallest if agg == "first" else largest]
             else:
                 result = values.groupby(ids, sort=True).agg(agg)
             out[name] = result.reset_index(drop=True)
         frame = backend.frame_from_dict(out)
-        dtypes = self._dtypes(df.dtypes.to_dict(), backend, col_selector)
+        dtypes = self._dtypes({n: backend.canonical_dtype(d) for n, d in df.dtypes.items()}, col_selector)
         return frame.astype({n: backend.engine_dtype(d) for n, d in dtypes.items() if backend.canonical_dtype(frame[n].dtype) != d})
 
-    def _dtypes(self, dtypes: dict, backend: Any, col_selector: ColumnSelector) -> dict[str, str]:
-        """Canonical output dtypes from the canonical (or engine) input dtypes."""
-        canon = {n: d if isinstance(d, str) else backend.canonical_dtype(d) for n, d in dtypes.items()}
-        out = {k: canon[k] for k in gs.as_names(self.groupby_cols)}
+    def _output_keys(self, col_selector: ColumnSelector) -> list[str]:
+        """Group columns in the output: those selected (as NVTabular; the others are read as
+        dependencies only)."""
+        return [k for k in gs.as_names(self.groupby_cols) if k in col_selector.names]
+
+    def _dtypes(self, canon: dict[str, str], col_selector: ColumnSelector) -> dict[str, str]:
+        """Canonical output dtypes from the canonical input dtypes."""
+        out = {k: canon[k] for k in self._output_keys(col_selector)}
         for name, (column, agg) in self._plan(col_selector).items():
             dtype = canon[column]
             if agg == "list":
                 out[name] = f"list<{dtype.lower() if dtype[:1] in 'IU' else dtype}>".replace("<boolean>", "<bool>")
-            elif agg == "count":
-                out[name] = "int64"
-            elif agg in _FLOAT_AGGS:
-                out[name] = "float64"
+            elif agg in _INT32_AGGS:
+                out[name] = "int32"
+            elif agg in _FLOAT32_AGGS:
+                out[name] = "float32"
             elif agg == "sum" and dtype.lower().startswith(("int", "uint")):
                 out[name] = "Int64" if dtype[:1] in "IU" else "int64"
             elif agg == "sum":
@@ -140,17 +153,15 @@ class Groupby(Operator):
         return out
 
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
-        mapping = {k: [k] for k in gs.as_names(self.groupby_cols)}
+        mapping = {k: [k] for k in self._output_keys(col_selector)}
         mapping.update({name: [column] for name, (column, _) in self._plan(col_selector).items()})
         return mapping
 
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
-        from tabflow.backends import get_backend
-
-        dtypes = self._dtypes(input_schema.dtypes, get_backend("pandas"), col_selector)
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
+        dtypes = self._dtypes(input_schema.dtypes, col_selector)
         columns = []
         for name, dtype in dtypes.items():
-            if name in input_schema and name in gs.as_names(self.groupby_cols):
+            if name in input_schema and name in self._output_keys(col_selector):
                 columns.append(input_schema[name])
             else:
                 source = input_schema[self._plan(col_selector)[name][0]]

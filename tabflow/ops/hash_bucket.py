@@ -8,10 +8,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._vocab import embedding_dimension
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
-from tabflow.selector import ColumnSelector
 
 __all__ = ["HashBucket"]
 
@@ -19,7 +19,7 @@ __all__ = ["HashBucket"]
 class HashBucket(Operator):
     """Replace each value by ``xxhash64(value) % num_buckets`` (an int64 in ``[0, num_buckets)``).
 
-    The hash is tabflow's stable hash (:mod:`tabflow.ops._hashing`): the same value gets
+    The hash is tabflow's stable hash (:mod:`tabflow.backends._hashing`): the same value gets
     the same bucket on every run, machine, partitioning and engine. String, integer, boolean
     and float columns are accepted; list columns are hashed element by element into a
     ``list<int64>`` column. An integral float hashes as its integer (``10.0`` as ``10``);

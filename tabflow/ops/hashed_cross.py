@@ -7,11 +7,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.hash_bucket import buckets_for, categorical_column, require_hashable
 from tabflow.ops.list_slice import element_rows
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["HashedCross"]
 
@@ -22,9 +22,9 @@ CROSS_SEPARATOR = "_X_"
 class HashedCross(Operator):
     """One int64 column per cross: ``combine(hash(a), hash(b), ...) % num_buckets``.
 
-    Each column is hashed with tabflow's stable hash (:mod:`tabflow.ops._hashing`) and the
+    Each column is hashed with tabflow's stable hash (:mod:`tabflow.backends._hashing`) and the
     hashes are folded left to right with the order-dependent
-    :func:`~tabflow.ops._hashing.hash_combine`, so ``a x b`` and ``b x a`` are different
+    :func:`~tabflow.backends._hashing.hash_combine`, so ``a x b`` and ``b x a`` are different
     features. Nulls take part with the null hash, so a row with a null still gets a bucket.
 
     Crosses come from column groups: ``[["a", "b"], ["a", "c", "d"]] >> HashedCross(1000)``
@@ -106,7 +106,7 @@ class HashedCross(Operator):
         return backend.frame_from_dict(out, index=df.index)
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
-        cross = tuple(self._mapping_cache[col_name])
+        cross = tuple(input_schema.column_names)  # the crossed columns, in order
         is_list = any(input_schema[name].is_list for name in cross)
         column = ColumnSchema(col_name, "int64")
         return categorical_column(column, self._buckets(cross), is_list)
@@ -114,7 +114,9 @@ class HashedCross(Operator):
 
 def _cross_hashes(backend: Any, df: Any, cross: tuple[str, ...]) -> tuple[Any, Any]:
     """Combined hashes of a cross, per row or per list element (then with the offsets)."""
-    from tabflow.ops._hashing import hash_combine  # numba: imported on first use, not with tabflow
+    from tabflow.backends._hashing import (
+        hash_combine,  # numba: imported on first use, not with tabflow
+    )
 
     xp = backend.xp
     offsets = None

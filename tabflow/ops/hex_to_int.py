@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["HexToInt"]
 

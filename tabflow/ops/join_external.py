@@ -6,17 +6,19 @@ import os
 from typing import Any, Sequence
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
+from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
-from tabflow.selector import ColumnSelector
+from tabflow.schema.dtypes import nullable_dtype
 
 __all__ = ["JoinExternal"]
 
-_NULLABLE = {"int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64", "uint8": "UInt8",
-             "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "bool": "boolean"}
 
-
+@inert_arguments(
+    cache=InertArgument("host", "the table is held in host memory and moved to the data's engine once per process"),
+)
 class JoinExternal(Operator):
     """Join an external table onto the selected columns, keeping the rows' order.
 
@@ -52,9 +54,6 @@ class JoinExternal(Operator):
         Keep only the first external row of each key.
     kind_ext : {"parquet", "csv"}, optional
         Format of a path ``df_ext`` (default from the file name).
-    cache : str, optional
-        Accepted for NVTabular compatibility; the table is held in host memory and copied
-        to the engine of the data once per process.
 
     Examples
     --------
@@ -85,7 +84,7 @@ class JoinExternal(Operator):
         columns_ext: Sequence[str] | None = None,
         drop_duplicates_ext: bool | None = None,
         kind_ext: str | None = None,
-        cache: str | None = None,
+        cache: str = "host",
     ) -> None:
         self.df_ext = df_ext
         self.on = on
@@ -95,6 +94,7 @@ class JoinExternal(Operator):
         self.drop_duplicates_ext = drop_duplicates_ext
         self.kind_ext = kind_ext
         self.cache = cache
+        warn_inert_arguments(self)
 
     def _keys(self) -> tuple[list[str], list[str]]:
         left = gs.as_names(self.on)
@@ -136,7 +136,7 @@ class JoinExternal(Operator):
         columns = []
         for name in self._ext_columns(table):
             dtype = backend.canonical_dtype(table[name].dtype)
-            columns.append(ColumnSchema(str(name), _NULLABLE.get(dtype, dtype) if self.how == "left" else dtype))
+            columns.append(ColumnSchema(str(name), nullable_dtype(dtype) if self.how == "left" else dtype))
         return Schema(columns)
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:

@@ -5,17 +5,25 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tabflow.backends import backend_for
+from tabflow.graph.node import Node
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
+from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
 from tabflow.ops.normalize import _require_numeric
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
-from tabflow.selector import ColumnSelector
 
 __all__ = ["JoinGroupby"]
 
 _STATS = ("count", "sum", "mean", "std", "var", "min", "max")
 
 
+@inert_arguments(
+    tree_width=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
+    cat_cache=InertArgument("host", "statistics are kept in host memory and moved to the data's engine once"),
+    out_path=InertArgument(None, "statistics are kept with the workflow (saved by Workflow.save), not written apart"),
+    on_host=InertArgument(True, "statistics are always kept in host memory"),
+)
 class JoinGroupby(StatOperator):
     """Add, to every row, statistics of ``cont_cols`` over all rows sharing its category.
 
@@ -34,9 +42,6 @@ class JoinGroupby(StatOperator):
         selected.
     stats : sequence of str, default ("count",)
         Among "count", "sum", "mean", "std", "var", "min", "max".
-    tree_width, cat_cache, out_path, on_host :
-        Accepted for NVTabular compatibility; statistics are always combined as a tree and
-        kept in memory with the workflow.
     name_sep : str, default "_"
         Joins the names of a column group and the parts of output names.
 
@@ -69,81 +74,101 @@ class JoinGroupby(StatOperator):
         self.out_path = out_path
         self.on_host = on_host
         self.name_sep = name_sep
+        warn_inert_arguments(self)
 
     @property
     def dependencies(self) -> list[Any] | None:
-        return [self.cont_cols] if self.cont_cols is not None and len(gs.as_names(self.cont_cols)) else None
+        if self.cont_cols is None:
+            return None
+        if isinstance(self.cont_cols, Node) or len(gs.as_names(self.cont_cols)):
+            return [self.cont_cols]
+        return None
 
     def _stats(self) -> list[str]:
         return [self.stats] if isinstance(self.stats, str) else list(self.stats)
 
-    def _conts(self) -> list[str]:
-        return gs.as_names(self.cont_cols) if any(s != "count" for s in self._stats()) else []
+    def _conts(self, col_selector: ColumnSelector, columns: Sequence[str]) -> list[str]:
+        """The continuous columns; ``columns`` are those the op receives (keys plus conts).
 
-    def _names(self, keys: Sequence[str]) -> dict:
+        ``cont_cols`` may be a node (``JoinGroupby(cont_cols=other_node)``): its columns are
+        known once the graph is resolved, and are the received columns beyond the keys.
+        """
+        if not any(s != "count" for s in self._stats()):
+            return []
+        if isinstance(self.cont_cols, Node) and self.cont_cols.output_schema is None:
+            keys = set(col_selector.names)
+            return [c for c in columns if c not in keys]
+        return gs.as_names(self.cont_cols)
+
+    def _names(self, keys: Sequence[str], conts: Sequence[str]) -> dict:
         key = gs.group_name(keys, self.name_sep)
         names: dict = {("count", None): f"{key}{self.name_sep}count"}
-        for c in self._conts():
+        for c in conts:
             for stat in self._stats():
                 names[(stat, c)] = self.name_sep.join([key, c, stat])
         return names
 
-    def _outputs(self, keys: Sequence[str]) -> dict[str, list[str]]:
+    def _outputs(self, keys: Sequence[str], conts: Sequence[str]) -> dict[str, list[str]]:
         """``{output name: input columns}`` for one key group, in output order."""
-        names = self._names(keys)
+        names = self._names(keys, conts)
         out = {names[("count", None)]: list(keys)} if "count" in self._stats() else {}
-        out.update({names[(s, c)]: [*keys, c] for c in self._conts() for s in self._stats() if s != "count"})
+        out.update({names[(s, c)]: [*keys, c] for c in conts for s in self._stats() if s != "count"})
         return out
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
         unknown = [s for s in self._stats() if s not in _STATS]
         if unknown or not self._stats():
             raise ValueError(f"JoinGroupby stats must be among {list(_STATS)}, got {list(self._stats())}")
-        if any(s != "count" for s in self._stats()) and not gs.as_names(self.cont_cols):
+        conts = self._conts(col_selector, input_schema.column_names)
+        if any(s != "count" for s in self._stats()) and not conts:
             raise ValueError(f"JoinGroupby needs cont_cols to compute {[s for s in self._stats() if s != 'count']}")
-        gs.require_columns(input_schema, self._conts(), "cont_cols", "JoinGroupby")
-        _require_numeric(input_schema, ColumnSelector(self._conts()), "JoinGroupby")
+        gs.require_columns(input_schema, conts, "cont_cols", "JoinGroupby")
+        _require_numeric(input_schema, ColumnSelector(conts), "JoinGroupby")
 
     def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, tuple]:
+        conts = self._conts(col_selector, list(df.columns))
         return {
-            gs.group_name(k, self.name_sep): (k, gs.partial_stats(df, list(k), self._conts()))
+            gs.group_name(k, self.name_sep): (k, conts, gs.partial_stats(df, list(k), conts))
             for k in gs.key_groups(col_selector)
         }
 
     def combine_partials(self, partials: list[dict[str, tuple]]) -> dict[str, tuple]:
         combined = {}
-        for name, (keys, _) in partials[0].items():
-            combined[name] = (keys, gs.combine_stats([p[name][1] for p in partials], list(keys), self._conts()))
+        for name, (keys, conts, _) in partials[0].items():
+            combined[name] = (keys, conts, gs.combine_stats([p[name][2] for p in partials], list(keys), conts))
         return combined
 
     def fit_finalize(self, partial: dict[str, tuple]) -> None:
         self.stats_ = {
-            name: gs.finalize_stats(frame, list(keys), self._conts(), self._stats(), self._names(keys))
-            for name, (keys, frame) in partial.items()
+            name: gs.finalize_stats(frame, list(keys), conts, self._stats(), self._names(keys, conts))
+            for name, (keys, conts, frame) in partial.items()
         }
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         self.check_is_fitted()
         backend = backend_for(df)
+        conts = self._conts(col_selector, list(df.columns))
         out = {}
         for keys in gs.key_groups(col_selector):
             table = self.stats_[gs.group_name(keys, self.name_sep)]
             table = table if backend_for(table) is backend else backend.from_host(table)
             joined = backend.merge_keep_order(df[list(keys)], table, list(keys), list(keys), how="left")
-            count_name = self._names(keys)[("count", None)]
-            for name in self._outputs(keys):
+            count_name = self._names(keys, conts)[("count", None)]
+            for name in self._outputs(keys, conts):
                 column = joined[name]
                 # Unseen keys: no rows were counted, but their statistics are unknown (null).
                 out[name] = column.fillna(0).astype("int64") if name == count_name else column.astype("float64")
         return backend.frame_from_dict(out, index=df.index)
 
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
-        return {name: inputs for keys in gs.key_groups(col_selector) for name, inputs in self._outputs(keys).items()}
+        conts = self._conts(col_selector, [])
+        return {name: inputs for keys in gs.key_groups(col_selector) for name, inputs in self._outputs(keys, conts).items()}
 
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
+        conts = self._conts(col_selector, input_schema.column_names)
         columns = []
         for keys in gs.key_groups(col_selector):
-            count_name = self._names(keys)[("count", None)]
-            for name in self._outputs(keys):
+            count_name = self._names(keys, conts)[("count", None)]
+            for name in self._outputs(keys, conts):
                 columns.append(ColumnSchema(name, "int64" if name == count_name else "float64", tags={Tags.CONTINUOUS}))
         return Schema(columns)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from tabflow.backends import backend_for, get_backend
-from tabflow.backends.pandas_backend import SAMPLE_VARIANTS
-from tabflow.ops.operator import Operator
-from tabflow.schema import ColumnSchema, Schema
-from tabflow.selector import ColumnSelector, Node
+from tabflow.backends import SAMPLE_VARIANTS, backend_for, get_backend
 from tabflow.exceptions import UntrustedCodeError
+from tabflow.graph.node import Node, register_function_op
+from tabflow.graph.selector import ColumnSelector
+from tabflow.ops.operator import Operator
+from tabflow.schema import Schema
 
 __all__ = ["LambdaOp"]
 
 
+@register_function_op
 class LambdaOp(Operator):
     """Replace each selected column ``col`` by ``f(col)``, or ``f(col, dep)`` with a dependency.
 
@@ -40,8 +41,8 @@ class LambdaOp(Operator):
         ``f`` takes two arguments, ``f(series, frame)`` where the frame holds the dependency
         columns (without a dependency: the op's input columns).
     dependency : str, list of str, ColumnSelector or Node, optional
-        Extra columns passed to ``f`` as the second argument. Only column names and
-        selectors can be saved; a Node dependency works in memory only.
+        Extra columns passed to ``f`` as the second argument (a node's output columns when
+        it is a node).
     label : str, optional
         Name for graph displays.
     dtype : str or numpy dtype, optional
@@ -131,14 +132,21 @@ class LambdaOp(Operator):
         return [c for c in df.columns if c not in selected]
 
     # ----------------------------------------------------------------- schema
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
-        self._inferred_dtypes = {} if self.dtype is not None else self._infer_dtypes(input_schema, col_selector)
-        return super().compute_output_schema(input_schema, col_selector)
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
+        declared = super().compute_output_schema(input_schema, col_selector)
+        if self.dtype is not None:
+            return Schema([column.with_dtype(_canonical(self.dtype)) for column in declared])
+        inferred = self._infer_dtypes(input_schema, col_selector)
+        return Schema([column.with_dtype(inferred[column.name]) for column in declared])
 
-    def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
-        column = super().compute_column_schema(col_name, input_schema)
-        dtype = _canonical(self.dtype) if self.dtype is not None else self._inferred_dtypes[col_name]
-        return column.with_dtype(dtype)
+    @property
+    def runs_user_code(self) -> bool:
+        return True
+
+    @property
+    def infers_own_dtypes(self) -> bool:
+        """Its output dtypes come from ``dtype`` or its own sampling (no second sampling)."""
+        return True
 
     def _infer_dtypes(self, input_schema: Schema, col_selector: ColumnSelector) -> dict[str, str]:
         backend = get_backend("pandas")

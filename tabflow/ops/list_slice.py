@@ -7,27 +7,31 @@ from numbers import Integral
 from typing import Any
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["ListSlice"]
 
 
 class ListSlice(Operator):
-    """Keep ``row[start:end]`` of every list, with Python slice semantics.
+    """Keep a slice of every list, as NVTabular's ListSlice does.
 
-    A negative ``start`` counts from the end of each list, so ``ListSlice(-20)`` keeps the
-    last 20 items (the most recent events of a session); ``end=None`` slices to the end.
+    With one positive argument, ``ListSlice(n)`` keeps the first ``n`` items (``row[:n]``);
+    with a negative one, ``ListSlice(-n)`` keeps the last ``n`` (the most recent events of a
+    session); with two, ``ListSlice(start, end)`` keeps ``row[start:end]`` with Python slice
+    semantics (negative bounds count from the end of each list).
 
-    With ``pad=True`` every output list has exactly ``end - start`` items (or ``-start`` for
-    ``ListSlice(-n, pad=True)``): shorter lists are padded on the right with ``pad_value``.
-    The schema then records that fixed length as ``value_count`` min and max. A null list is
-    treated as empty.
+    With ``pad=True`` every output list has exactly the slice's length (``n`` for
+    ``ListSlice(n)`` and ``ListSlice(-n)``, ``end - start`` for two bounds of the same sign):
+    shorter lists are padded on the right with ``pad_value``. The schema then records that
+    fixed length as ``value_count`` min and max. A null list is treated as empty.
 
     Parameters
     ----------
     start : int
+        The start of the slice, or, alone and positive, its end (``ListSlice(n)`` is
+        ``row[:n]``).
     end : int, optional
     pad : bool, default False
     pad_value : scalar, default 0
@@ -40,9 +44,13 @@ class ListSlice(Operator):
     >>> from tabflow import ops
     >>> items = pd.Series(pd.arrays.ArrowExtensionArray(pa.array([[1, 2, 3, 4], [5]])))
     >>> df = pd.DataFrame({"items": items})
+    >>> nvt.Workflow(["items"] >> ops.ListSlice(2)).fit_transform(df)["items"].tolist()
+    [[1, 2], [5]]
     >>> nvt.Workflow(["items"] >> ops.ListSlice(-2)).fit_transform(df)["items"].tolist()
     [[3, 4], [5]]
-    >>> nvt.Workflow(["items"] >> ops.ListSlice(0, 3, pad=True)).fit_transform(df)["items"].tolist()
+    >>> nvt.Workflow(["items"] >> ops.ListSlice(1, 3)).fit_transform(df)["items"].tolist()
+    [[2, 3], []]
+    >>> nvt.Workflow(["items"] >> ops.ListSlice(3, pad=True)).fit_transform(df)["items"].tolist()
     [[1, 2, 3], [5, 0, 0]]
     """
 
@@ -52,25 +60,32 @@ class ListSlice(Operator):
         self.pad = pad
         self.pad_value = pad_value
 
+    def _bounds(self) -> tuple[int, int | None]:
+        """The slice as (start, end): one positive argument is the end (NVTabular's rule)."""
+        if self.end is None and self.start > 0:
+            return 0, self.start
+        return self.start, self.end
+
     def _padded_length(self) -> int | None:
         if not self.pad:
             return None
-        if self.end is None:
-            if self.start >= 0:
-                raise ValueError("ListSlice(pad=True) needs `end` when `start` >= 0 (the padded length is end - start)")
-            return -self.start
-        if (self.start < 0) != (self.end < 0):
+        start, end = self._bounds()
+        if end is None:
+            if start >= 0:
+                raise ValueError("ListSlice(0, pad=True) keeps whole lists: give the padded length, e.g. ListSlice(n, pad=True)")
+            return -start
+        if (start < 0) != (end < 0):
             raise ValueError(
                 f"ListSlice(pad=True) needs start and end of the same sign to know the padded length, "
-                f"got start={self.start}, end={self.end}"
+                f"got start={start}, end={end}"
             )
-        if self.end <= self.start:
-            raise ValueError(f"ListSlice(pad=True) needs end > start, got start={self.start}, end={self.end}")
-        return self.end - self.start
+        if end <= start:
+            raise ValueError(f"ListSlice(pad=True) needs end > start, got start={start}, end={end}")
+        return end - start
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
         for label, value in (("start", self.start), ("end", self.end)):
-            if value is not None and (not isinstance(value, Integral) or isinstance(value, bool)):
+            if (value is not None or label == "start") and (not isinstance(value, Integral) or isinstance(value, bool)):
                 raise TypeError(f"ListSlice {label} must be an integer, got {value!r}")
         self._padded_length()
         for name in col_selector.names:
@@ -80,8 +95,9 @@ class ListSlice(Operator):
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         backend = backend_for(df)
         out = {}
+        start, end = self._bounds()
         for name in col_selector.names:
-            out[name] = _slice_column(backend, df[name], self.start, self.end, self._padded_length(), self.pad_value)
+            out[name] = _slice_column(backend, df[name], start, end, self._padded_length(), self.pad_value)
         return backend.frame_from_dict(out, index=df.index)
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
+from tabflow.ops._compat import FittedAlias
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema, Tags
-from tabflow.selector import ColumnSelector
 
 __all__ = ["Normalize"]
 
@@ -44,6 +45,10 @@ class Normalize(StatOperator):
     >>> wf.fit_transform(pd.DataFrame({"x": [1.0, 2.0, 3.0, float("inf")]}))["x"].tolist()
     [-1.0, 0.0, 1.0, inf]
     """
+
+    # NVTabular's names of the fitted statistics.
+    means = FittedAlias("means_")
+    stds = FittedAlias("stds_")
 
     def __init__(self, out_dtype: str | None = None) -> None:
         self.out_dtype = out_dtype
@@ -118,12 +123,11 @@ def warn_no_finite_values(op_name: str, names: list[str], consequence: str) -> N
 
 
 def _require_numeric(input_schema: Schema, col_selector: ColumnSelector, op_name: str) -> None:
-    from tabflow.backends import get_backend
+    from tabflow.schema.dtypes import is_numeric
 
-    backend = get_backend("pandas")
     for name in col_selector.names:
         dtype = input_schema[name].dtype
-        if not backend.is_numeric_dtype(backend.engine_dtype(dtype)):
+        if not is_numeric(dtype):
             raise TypeError(
                 f"{op_name} needs numeric columns but {name!r} has dtype {dtype}; "
                 "encode it first (e.g. ops.Categorify for strings, ops.HexToInt for hex ids)"

@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
+from tabflow.ops._compat import FittedAlias
 from tabflow.ops.normalize import _require_numeric, warn_no_finite_values
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema, Tags
-from tabflow.selector import ColumnSelector
 
 __all__ = ["NormalizeMinMax"]
 
@@ -45,6 +46,10 @@ class NormalizeMinMax(StatOperator):
     >>> wf.fit_transform(pd.DataFrame({"x": [2.0, 4.0, float("-inf"), 6.0]}))["x"].tolist()
     [0.0, 0.5, -inf, 1.0]
     """
+
+    # NVTabular's names of the fitted statistics.
+    mins = FittedAlias("mins_")
+    maxs = FittedAlias("maxs_")
 
     def __init__(self, out_dtype: str | None = None) -> None:
         self.out_dtype = out_dtype

@@ -29,8 +29,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from tabflow.graph.node import Node, as_node
+from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import ColumnSchema, Schema
-from tabflow.selector import ColumnSelector, Node, as_node
 
 __all__ = ["Operator", "StatOperator", "NotFittedError", "OPERATOR_REGISTRY"]
 
@@ -155,8 +156,12 @@ class Operator(metaclass=_OperatorMeta):
         return {}
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
-        """Schema of one output column from the schemas of the inputs it is mapped from."""
-        sources = [input_schema[name] for name in self._mapping_cache[col_name] if name in input_schema]
+        """Schema of one output column; ``input_schema`` holds the columns it is computed from.
+
+        (As in NVTabular, the schema passed is the fragment of the op's input schema that
+        ``column_mapping`` names for this column.)
+        """
+        sources = list(input_schema)
         base = sources[0] if len(sources) == 1 else ColumnSchema(col_name, sources[0].dtype if sources else "float64")
         column = base.with_name(col_name)
         if len(sources) > 1:
@@ -169,10 +174,23 @@ class Operator(metaclass=_OperatorMeta):
             column = column.with_properties(**self.output_properties)
         return column
 
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
-        """Output schema of the op given its input schema (dependencies included)."""
-        self._mapping_cache = self.column_mapping(col_selector)
-        return Schema([self.compute_column_schema(name, input_schema) for name in self._mapping_cache])
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
+        """Output schema of the op given its input schema (dependencies included).
+
+        A pure function of its arguments: nothing is stored on the op, so one op object may
+        be used in several nodes. ``prev_output_schema`` is accepted for NVTabular's signature.
+        """
+        mapping = self.column_mapping(col_selector)
+        return Schema(
+            [self.compute_column_schema(name, input_schema.select_by_name(sources)) for name, sources in mapping.items()]
+        )
+
+    @property
+    def runs_user_code(self) -> bool:
+        """True for ops defined outside tabflow (and for LambdaOp, which calls a user
+        function): their output dtypes may be observed on a sample, and lists they return
+        become list columns."""
+        return not type(self).__module__.startswith("tabflow.")
 
     # -------------------------------------------------------------- fitted state
     def fitted_state(self) -> dict[str, Any]:

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.normalize import _require_numeric
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["ReduceDtypeSize"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["Rename"]
 

@@ -7,11 +7,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _folds
 from tabflow.ops import _groupstats as gs
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
-from tabflow.selector import ColumnSelector
 
 __all__ = ["TargetEncoding"]
 

@@ -6,9 +6,10 @@ from dataclasses import replace
 from typing import Any
 
 from tabflow.backends import backend_for
+from tabflow.graph.selector import ColumnSelector
+from tabflow.ops._compat import FittedAlias
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema
-from tabflow.selector import ColumnSelector
 
 __all__ = ["ValueCount"]
 
@@ -31,6 +32,9 @@ class ValueCount(StatOperator):
     >>> wf.output_schema["items"].value_count
     {'min': 1, 'max': 3}
     """
+
+    # NVTabular's layout of the fitted statistics: {column: {"value_count": {"min", "max"}}}.
+    stats = FittedAlias("stats_", lambda stats: {name: {"value_count": dict(bounds)} for name, bounds in stats.items()})
 
     def __init__(self) -> None:
         pass

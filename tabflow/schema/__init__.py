@@ -19,9 +19,10 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from tabflow.schema import dtypes
 from tabflow.schema.tags import Tags
 
-__all__ = ["Tags", "ColumnSchema", "Schema", "SCHEMA_FILENAME", "SCHEMA_FILENAMES"]
+__all__ = ["Tags", "ColumnSchema", "Schema", "SCHEMA_FILENAME", "SCHEMA_FILENAMES", "dtypes"]
 
 SCHEMA_FILENAME = "_schema.json"
 #: Names a schema is looked for under next to data files, in order.
@@ -56,8 +57,8 @@ class ColumnSchema:
     ----------
     name : str
     dtype : str
-        Engine-neutral dtype name: numpy names (``"int64"``, ``"float32"``), masked
-        ``"Int64"``, ``"string"``, or ``"list<int64>"`` for list columns.
+        Engine-neutral dtype name (:mod:`tabflow.schema.dtypes`): numpy names (``"int64"``,
+        ``"float32"``), masked ``"Int64"``, ``"string"``, or ``"list<int64>"`` for list columns.
     tags : set of Tags or str
     properties : dict
         JSON-serialisable; Categorify stores ``cardinality``, ``num_buckets``, index
@@ -83,14 +84,13 @@ class ColumnSchema:
     def __post_init__(self) -> None:
         object.__setattr__(self, "tags", _normalize_tags(self.tags))
         object.__setattr__(self, "properties", dict(self.properties or {}))
-        if str(self.dtype).startswith("list<"):
+        if dtypes.is_list(str(self.dtype)):
             object.__setattr__(self, "is_list", True)
 
     @property
     def element_dtype(self) -> str:
         """Dtype of one element: the dtype itself for scalars, the inner one for lists."""
-        dtype = str(self.dtype)
-        return dtype[5:-1] if dtype.startswith("list<") else dtype
+        return dtypes.element_dtype(str(self.dtype))
 
     def with_tags(self, *tags: Any) -> "ColumnSchema":
         flat = []
@@ -108,7 +108,7 @@ class ColumnSchema:
         return replace(self, name=name)
 
     def with_dtype(self, dtype: str, is_list: bool | None = None) -> "ColumnSchema":
-        is_list = str(dtype).startswith("list<") if is_list is None else is_list
+        is_list = dtypes.is_list(str(dtype)) if is_list is None else is_list
         return replace(self, dtype=str(dtype), is_list=is_list, value_count=self.value_count if is_list else None)
 
     def to_dict(self) -> dict:

@@ -29,7 +29,7 @@ import keyword
 import os
 import stat
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -80,6 +80,7 @@ class _Context:
     engine: str | None = None
     trust_code: bool = False
     owner: str = "the saved value"
+    nodes: Sequence[Any] = ()  # the graph's nodes built so far (node references point back)
 
     def at(self, owner: str) -> "_Context":
         return replace(self, owner=owner)
@@ -88,11 +89,17 @@ class _Context:
 # ------------------------------------------------------------------------------- encoding
 
 
-def encode(value: Any, directory: str, key: str) -> Any:
-    """JSON-able form of ``value``; frames go to ``directory/<key>.parquet``."""
+def encode(value: Any, directory: str, key: str, nodes: Mapping[int, int] | None = None) -> Any:
+    """JSON-able form of ``value``; frames go to ``directory/<key>.parquet``.
+
+    ``nodes`` maps the ids of the graph's nodes to their positions in the saved graph: a
+    parameter that is a node (``JoinGroupby(cont_cols=other_node)``) is saved as a
+    reference to it.
+    """
+    from tabflow.graph.node import Node
+    from tabflow.graph.selector import ColumnSelector
     from tabflow.ops.operator import Operator
     from tabflow.schema import Tags
-    from tabflow.selector import ColumnSelector
 
     if isinstance(value, Tags):  # before str: Tags is a str enum
         return {"__tag__": value.value}
@@ -110,21 +117,25 @@ def encode(value: Any, directory: str, key: str) -> Any:
     if isinstance(value, np.dtype):
         return {"__dtype__": str(value)}
     if isinstance(value, np.ndarray):
-        return {"__ndarray__": encode(value.tolist(), directory, key), "dtype": str(value.dtype)}
+        return {"__ndarray__": encode(value.tolist(), directory, key, nodes), "dtype": str(value.dtype)}
     if isinstance(value, tuple):
-        return {"__tuple__": [encode(v, directory, f"{key}.{i}") for i, v in enumerate(value)]}
+        return {"__tuple__": [encode(v, directory, f"{key}.{i}", nodes) for i, v in enumerate(value)]}
     if isinstance(value, list):
-        return [encode(v, directory, f"{key}.{i}") for i, v in enumerate(value)]
+        return [encode(v, directory, f"{key}.{i}", nodes) for i, v in enumerate(value)]
     if isinstance(value, set):
-        return {"__set__": [encode(v, directory, f"{key}.{i}") for i, v in enumerate(sorted(value, key=repr))]}
+        return {"__set__": [encode(v, directory, f"{key}.{i}", nodes) for i, v in enumerate(sorted(value, key=repr))]}
     if isinstance(value, dict):
         if all(isinstance(k, str) for k in value):
-            return {"__dict__": {k: encode(v, directory, f"{key}.{k}") for k, v in value.items()}}
-        return {"__items__": [[encode(k, directory, f"{key}.k{i}"), encode(v, directory, f"{key}.{i}")] for i, (k, v) in enumerate(value.items())]}
+            return {"__dict__": {k: encode(v, directory, f"{key}.{k}", nodes) for k, v in value.items()}}
+        return {"__items__": [[encode(k, directory, f"{key}.k{i}", nodes), encode(v, directory, f"{key}.{i}", nodes)] for i, (k, v) in enumerate(value.items())]}
     if isinstance(value, ColumnSelector):
         return {"__selector__": value.to_dict()}
     if isinstance(value, Operator):
-        return {"__op__": encode_op(value, directory, key)}
+        return {"__op__": encode_op(value, directory, key, nodes)}
+    if isinstance(value, Node):
+        if nodes is None or value.id not in nodes:
+            raise SaveError(f"cannot save a graph node that is not part of the saved workflow ({key}): {value!r:.80}")
+        return {"__node__": nodes[value.id]}
     if isinstance(value, type) and value in (int, float, str, bool):
         return {"__pytype__": value.__name__}
     if isinstance(value, type) and issubclass(value, np.generic):
@@ -156,13 +167,13 @@ def _encode_function(func: Any) -> dict:
     return {"__code__": record if record is not None else capture_code(func)}
 
 
-def encode_op(op: Any, directory: str, key: str) -> dict:
+def encode_op(op: Any, directory: str, key: str, nodes: Mapping[int, int] | None = None) -> dict:
     """``{"class", "params", "state"}`` for an op; state holds its fitted attributes."""
     encoded: dict[str, Any] = {"class": type(op).registry_name(), "params": {}, "state": {}}
     for section, values in (("params", op.get_params()), ("state", op.fitted_state())):
         for name, value in values.items():
             try:
-                encoded[section][name] = encode(value, directory, f"{key}.{section[:5]}.{name}")
+                encoded[section][name] = encode(value, directory, f"{key}.{section[:5]}.{name}", nodes)
             except SaveError as err:
                 # The bare message names a value; say which op and argument it belongs to.
                 raise SaveError(f"cannot save {type(op).__name__} (its {name!r}): {err}") from None
@@ -192,7 +203,6 @@ def _decode(value: Any, ctx: _Context) -> Any:
 
 def _decode_tagged(value: dict, ctx: _Context) -> Any:
     from tabflow.schema import Tags
-    from tabflow.selector import ColumnSelector
 
     if "__dict__" in value:
         return {_text(k, ctx): _decode(v, ctx) for k, v in _mapping(value["__dict__"], ctx).items()}
@@ -229,6 +239,11 @@ def _decode_tagged(value: dict, ctx: _Context) -> Any:
         if value["__pytype__"] not in types:
             raise LoadError(f"{ctx.owner}: unknown saved type {value['__pytype__']!r:.40}")
         return types[value["__pytype__"]]
+    if "__node__" in value:
+        index = value["__node__"]
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(ctx.nodes):
+            raise LoadError(f"{ctx.owner}: a saved node reference {index!r:.40} does not point to an earlier node")
+        return ctx.nodes[index]
     if "__nptype__" in value:
         return _safe_dtype(value["__nptype__"], ctx).type
     if "__function__" in value:
@@ -249,15 +264,21 @@ def _decode_tagged(value: dict, ctx: _Context) -> Any:
     raise LoadError(f"{ctx.owner}: unrecognised saved value {value!r:.120}")
 
 
-def decode_op(data: Any, directory: str, engine: str | None = None, trust_code: bool = False, owner: str = "op") -> Any:
-    """An op from :func:`encode_op`'s form, checked against its class (see the module docstring)."""
-    return _decode_op(data, _Context(directory=directory, engine=engine, trust_code=trust_code, owner=owner))
+def decode_op(
+    data: Any, directory: str, engine: str | None = None, trust_code: bool = False, owner: str = "op",
+    nodes: Sequence[Any] = (),
+) -> Any:
+    """An op from :func:`encode_op`'s form, checked against its class (see the module docstring).
+
+    ``nodes`` are the graph's nodes built before this op's node; saved node references
+    point into them.
+    """
+    return _decode_op(data, _Context(directory=directory, engine=engine, trust_code=trust_code, owner=owner, nodes=tuple(nodes)))
 
 
 def _decode_op(data: Any, ctx: _Context) -> Any:
-    from tabflow.ops.operator import OPERATOR_REGISTRY, StatOperator
-
     import tabflow.ops  # noqa: F401  (registers the built-in ops)
+    from tabflow.ops.operator import OPERATOR_REGISTRY, StatOperator
 
     if not isinstance(data, dict) or not isinstance(data.get("class"), str) or set(data) - {"class", "params", "state"}:
         raise LoadError(f"{ctx.owner}: malformed saved op {data!r:.120}")

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tabflow.backends import backend_for, default_engine, get_backend
+from tabflow.schema import dtypes as dtype_names
 
 
 @pytest.fixture
@@ -52,6 +53,24 @@ def test_dtype_names(backend, name, pandas_canonical):
     assert backend.is_string_dtype(engine_dtype) == (pandas_canonical == "string")
     assert backend.is_numeric_dtype(engine_dtype) == (pandas_canonical in ("int64", "Int64", "float32"))
     assert backend.canonical_dtype(backend.empty_frame({"c": name})["c"].dtype) == expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["int8", "uint16", "int64", "Int32", "UInt8", "Int64", "float32", "float64", "bool", "boolean",
+     "string", "str", "list<int64>", "list<float32>", "list<string>", "datetime64[ns]"],
+)
+def test_engine_dtypes_agree_with_the_dtype_names(backend, name):
+    engine_dtype = backend.engine_dtype(name)
+    assert backend.is_string_dtype(engine_dtype) == dtype_names.is_string(name)
+    assert backend.is_list_dtype(engine_dtype) == dtype_names.is_list(name)
+    assert backend.is_numeric_dtype(engine_dtype) == dtype_names.is_numeric(name)
+    expected = dtype_names.STRING if dtype_names.is_string(name) else name
+    # Masked names are pandas' own; every cuDF column is nullable and named plainly.
+    assert backend.canonical_dtype(engine_dtype) == (dtype_names.unmasked_dtype(expected) if backend.name == "cudf" else expected)
+    # Read from Arrow with nulls, a column gets the masked name of its plain dtype.
+    planned = dtype_names.arrow_canonical_dtype(dtype_names.arrow_type(name), has_nulls=True)
+    assert planned == dtype_names.nullable_dtype(dtype_names.unmasked_dtype(expected))
 
 
 def test_frames_and_host_round_trip(backend):
@@ -102,7 +121,7 @@ def test_arrow_and_parquet(backend, tmp_path):
     assert len(empty) == 0 and list(empty.columns) == ["a"]
     back = backend.to_arrow(frame)
     assert back.column("a").to_pylist() == [1, None, 3, 4]
-    assert backend.arrow_canonical_dtype(pa.int32(), True) == "Int32"
+    assert dtype_names.arrow_canonical_dtype(pa.int32(), True) == "Int32"
 
 
 def test_lookup_and_masks(backend):
@@ -180,7 +199,7 @@ def test_importing_tabflow_loads_no_compiler_or_framework():
     assert result.stdout.strip() == "[]"
 
 
-def test_columns_to_torch_matches_numpy(backend):
+def test_columns_matrix_matches_numpy(backend):
     rng = np.random.default_rng(0)
     host = pd.DataFrame({
         "a": rng.integers(0, 1000, 50), "b": rng.integers(-5, 5, 50).astype("int32"),
@@ -188,29 +207,43 @@ def test_columns_to_torch_matches_numpy(backend):
     })
     host.loc[[3, 7], "x"] = np.nan
     frame = backend.from_host(host)
-    cats = backend.columns_to_torch(frame, ["a", "b"], "int64")
-    conts = backend.columns_to_torch(frame, ["x", "y"], "float32", na_value=np.nan)
-    np.testing.assert_array_equal(cats.cpu().numpy(), host[["a", "b"]].to_numpy(dtype=np.int64))
-    np.testing.assert_array_equal(conts.cpu().numpy(), host[["x", "y"]].to_numpy(dtype=np.float32))
-    assert cats.is_contiguous() and tuple(cats.shape) == (50, 2)
-    np.testing.assert_array_equal(backend.column_to_torch(frame["a"], "float32").cpu().numpy(), host["a"].to_numpy(np.float32))
-    assert tuple(backend.columns_to_torch(frame, [], "float32").shape) == (50, 0)
+    cats = backend.columns_matrix(frame, ["a", "b"], "int64")
+    conts = backend.columns_matrix(frame, ["x", "y"], "float32", na_value=np.nan)
+    assert isinstance(cats, backend.xp.ndarray) and isinstance(conts, backend.xp.ndarray)
+    np.testing.assert_array_equal(_np(backend, cats), host[["a", "b"]].to_numpy(dtype=np.int64))
+    np.testing.assert_array_equal(_np(backend, conts), host[["x", "y"]].to_numpy(dtype=np.float32))
+    assert cats.flags.c_contiguous and tuple(cats.shape) == (50, 2)
+    column = backend.column_values(frame["a"], "float32")
+    assert isinstance(column, backend.xp.ndarray) and column.dtype == np.float32
+    np.testing.assert_array_equal(_np(backend, column), host["a"].to_numpy(np.float32))
+    assert tuple(backend.columns_matrix(frame, [], "float32").shape) == (50, 0)
     # Results own their memory: writing to one never shows in the frame or the next result.
-    first = backend.columns_to_torch(frame, ["a"], "int64")
-    first.fill_(-1)
-    assert backend.columns_to_torch(frame, ["a"], "int64").cpu().numpy().ravel().tolist() == host["a"].tolist()
+    first = backend.columns_matrix(frame, ["a"], "int64")
+    first.fill(-1)
+    assert _np(backend, backend.columns_matrix(frame, ["a"], "int64")).ravel().tolist() == host["a"].tolist()
 
 
-def test_columns_to_torch_across_stacking_blocks():
+def test_list_column_values(backend):
+    host = pd.Series([[1, 2], [], None, [3]], dtype=pd.ArrowDtype(pa.list_(pa.int64())), name="tags")
+    values, offsets = backend.list_column_values(backend.from_host(host), "float32")
+    assert isinstance(values, backend.xp.ndarray) and values.dtype == np.float32
+    assert _np(backend, values).tolist() == [1.0, 2.0, 3.0]
+    assert _np(backend, offsets).tolist() == [0, 2, 2, 2, 3] and offsets.dtype == np.int64
+    with_null = pd.Series([[1, None]], dtype=pd.ArrowDtype(pa.list_(pa.int64())), name="tags")
+    with pytest.raises(ValueError, match="list column 'tags' holds null elements"):
+        backend.list_column_values(backend.from_host(with_null), "int64")
+
+
+def test_columns_matrix_across_stacking_blocks():
     # More rows than one stacking block, and not a multiple of it; mixed input dtypes.
     rng = np.random.default_rng(7)
     n = 10_001
     host = pd.DataFrame({"a": rng.integers(0, 10**9, n), "b": rng.integers(-5, 5, n).astype("int8"), "c": rng.integers(0, 3, n).astype("uint32")})
-    out = get_backend("pandas").columns_to_torch(host, ["c", "a", "b"], "int64")
-    np.testing.assert_array_equal(out.numpy(), np.column_stack([host["c"], host["a"], host["b"]]).astype(np.int64))
+    out = get_backend("pandas").columns_matrix(host, ["c", "a", "b"], "int64")
+    np.testing.assert_array_equal(out, np.column_stack([host["c"], host["a"], host["b"]]).astype(np.int64))
 
 
-def test_columns_to_torch_stacks_into_allocated_host_memory():
+def test_columns_matrix_stacks_into_allocated_host_memory():
     backend = get_backend("pandas")
     frame = pd.DataFrame({"a": [1, 2, 3], "b": [4, 5, 6]})
     given = []
@@ -219,18 +252,18 @@ def test_columns_to_torch_stacks_into_allocated_host_memory():
         given.append(np.full(shape, -1, dtype))
         return given[-1]
 
-    out = backend.columns_to_torch(frame, ["a", "b"], "int64", allocate=allocate)
+    out = backend.columns_matrix(frame, ["a", "b"], "int64", allocate=allocate)
     assert [(a.shape, str(a.dtype)) for a in given] == [((3, 2), "int64")]
-    assert np.shares_memory(out.numpy(), given[0]) and out.tolist() == [[1, 4], [2, 5], [3, 6]]
+    assert out is given[0] and out.tolist() == [[1, 4], [2, 5], [3, 6]]
 
 
-def test_columns_to_torch_rejects_nulls_in_integer_output(backend):
+def test_loader_arrays_reject_nulls_in_integer_output(backend):
     frame = backend.from_host(pd.DataFrame({"c": pd.array([1, None, 3], dtype="Int64"), "f": [1.0, np.nan, 2.0]}))
     for name in ("c", "f"):
         with pytest.raises(ValueError, match=f"column '{name}' has 1 null"):
-            backend.columns_to_torch(frame, [name], "int64")
+            backend.columns_matrix(frame, [name], "int64")
         with pytest.raises(ValueError, match=f"column '{name}' has 1 null"):
-            backend.column_to_torch(frame[name], "int64")
+            backend.column_values(frame[name], "int64")
 
 
 def test_from_arrow_keeps_plain_numeric_columns_as_views():

@@ -136,6 +136,7 @@ def test_movielens_03_training_with_pytorch_multi_hot(movielens_dir):
     from tabflow.framework_utils.torch.models import Model
     from tabflow.framework_utils.torch.utils import process_epoch
     from tabflow.loader.torch import DLDataLoader
+
     # The one change beyond imports: NVTabular 23.08's TorchAsyncItr yielded dicts with list
     # columns; tabflow's TorchAsyncItr yields dense tuples, and Loader is the dict iterator.
     from tabflow.loader.torch import Loader as TorchAsyncItr

@@ -10,7 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import tabflow as nvt
-from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS, generate_criteo, write_criteo
+from tabflow.datasets import (
+    CATEGORICAL_COLUMNS,
+    CONTINUOUS_COLUMNS,
+    generate_criteo,
+    write_criteo,
+)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tabflow.framework_utils.torch.layers import ConcatenatedEmbeddings, MultiHotEmbeddings
+from tabflow.framework_utils.torch.layers import (
+    ConcatenatedEmbeddings,
+    MultiHotEmbeddings,
+)
 
 ROWS = [[1, 2], [], [5], [3, 3, 4]]
 

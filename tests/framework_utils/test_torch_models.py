@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-
 from framework_data import write_etl_output
+
 from tabflow.framework_utils.torch.models import Model
 from tabflow.ops import get_embedding_sizes
 

@@ -10,10 +10,22 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from framework_data import (
+    CATS,
+    CONTS,
+    LABEL,
+    MULTI_HOT,
+    NUM_ROWS,
+    leaked_loader_threads,
+    write_etl_output,
+)
 
-from framework_data import CATS, CONTS, LABEL, MULTI_HOT, NUM_ROWS, leaked_loader_threads, write_etl_output
 from tabflow.framework_utils.torch.models import Model
-from tabflow.framework_utils.torch.utils import DictTransform, FastaiTransform, process_epoch
+from tabflow.framework_utils.torch.utils import (
+    DictTransform,
+    FastaiTransform,
+    process_epoch,
+)
 from tabflow.loader.torch import DLDataLoader, Loader, TorchAsyncItr
 from tabflow.ops import get_embedding_sizes
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 import dask.dataframe as dd
 import numpy as np
@@ -13,7 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import tabflow as nvt
-from tabflow.io.readers import CRITEO_CATEGORICAL, CRITEO_COLUMNS, CRITEO_CONTINUOUS, DatasetReadError
+from tabflow.io.readers import (
+    CRITEO_CATEGORICAL,
+    CRITEO_COLUMNS,
+    CRITEO_CONTINUOUS,
+    DatasetReadError,
+)
 
 
 def _frame(rng, n=600, start=0):
@@ -308,7 +312,7 @@ def test_memory_expansion_without_a_sample_equals_the_sampled_one(tmp_path, colu
     # Null-free numeric files are planned from their metadata alone; the result must be what
     # measuring a converted sample gives.
     from tabflow.backends import get_backend
-    from tabflow.io.readers import _memory_expansion
+    from tabflow.io.readers.parquet import _memory_expansion
 
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table(columns), path, row_group_size=250)

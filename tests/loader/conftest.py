@@ -6,7 +6,6 @@ import threading
 
 import pandas as pd
 import pytest
-
 from loader_data import NUM_ROWS, make_frame, tagged_schema, write_dataset
 
 

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from loader_data import make_frame, write_dataset
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "ddp_train.py")

@@ -6,11 +6,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 import torch
+from loader_data import CATS, CONTS, LABEL, NUM_ROWS
 
 import tabflow as nvt
 from tabflow.loader.torch import Loader
-
-from loader_data import CATS, CONTS, LABEL, NUM_ROWS
 
 
 def _rows_of(values: torch.Tensor, offsets: torch.Tensor) -> list[list[int]]:

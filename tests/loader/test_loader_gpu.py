@@ -11,11 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from loader_data import CATS, CONTS, LABEL, NUM_ROWS, write_dataset
 
 import tabflow as nvt
 from tabflow.loader.torch import DLDataLoader, Loader, TorchAsyncItr
-
-from loader_data import CATS, CONTS, LABEL, NUM_ROWS, write_dataset
 
 pytestmark = [
     pytest.mark.gpu,

@@ -9,12 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from loader_data import CATS, CONTS, LABEL, NUM_ROWS
 
 import tabflow as nvt
 from tabflow.loader._plan import default_epoch_seed
 from tabflow.loader.torch import TorchAsyncItr
-
-from loader_data import CATS, CONTS, LABEL, NUM_ROWS, write_dataset
 
 
 def _itr(dataset, **kwargs):

@@ -10,14 +10,13 @@ import threading
 import pandas as pd
 import pytest
 import torch
+from loader_data import CATS, CONTS, LABEL, NUM_ROWS, write_dataset
 
 import tabflow as nvt
 from tabflow.io.readers import DatasetReadError
 from tabflow.loader._plan import epoch_seed
 from tabflow.loader._prefetch import Prefetcher
 from tabflow.loader.torch import Loader, TorchAsyncItr
-
-from loader_data import CATS, CONTS, LABEL, NUM_ROWS, write_dataset
 
 
 def _itr(dataset, **kwargs):

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from loader_data import CATS, CONTS, LABEL, NUM_ROWS
 
 from tabflow.loader._plan import plan_epoch
 from tabflow.loader._ranks import resolve_ranks
 from tabflow.loader.torch import TorchAsyncItr
-
-from loader_data import CATS, CONTS, LABEL, NUM_ROWS
 
 
 def _rank_itrs(dataset, size, **kwargs):

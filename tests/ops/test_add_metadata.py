@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
 from tabflow.schema import Tags
-
-from _op_helpers import dataset_with_empty_partitions, to_host
 
 
 @pytest.fixture

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
 from tabflow.serialize import UntrustedCodeError
-
-from _op_helpers import dataset_with_empty_partitions, to_host
 
 
 @nvt.register_function

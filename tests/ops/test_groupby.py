@@ -31,17 +31,19 @@ def data(rng):
 def _reference(df, ascending=True):
     ordered = df.sort_values(["session", "ts"], ascending=[True, ascending], kind="stable")
     grouped = ordered.groupby("session", sort=True)
+    # NVTabular: "first"/"last" are the rows with the smallest/largest ts whatever the order.
+    in_time = df.sort_values(["session", "ts"], kind="stable").groupby("session", sort=True)
     out = pd.DataFrame({
         "item_list": grouped["item"].agg(list),
         "item_count": grouped["item"].count(),
-        "item_first": grouped["item"].nth(0).to_numpy(),
-        "item_last": grouped["item"].nth(-1).to_numpy(),
+        "item_first": in_time["item"].nth(0).to_numpy(),
+        "item_last": in_time["item"].nth(-1).to_numpy(),
         "price_sum": grouped["price"].sum(),
         "price_mean": grouped["price"].mean(),
         "price_min": grouped["price"].min(),
         "price_max": grouped["price"].max(),
         "price_std": grouped["price"].std(),
-        "ts_first": grouped["ts"].nth(0).to_numpy(),
+        "ts_first": in_time["ts"].nth(0).to_numpy(),
     })
     return out.reset_index()
 
@@ -82,7 +84,7 @@ def test_empty_partition_has_declared_dtypes(data):
     empty = wf.transform(data.iloc[:0])
     assert len(empty) == 0
     assert {c: wf.output_schema[c].dtype for c in empty.columns} == {
-        "session": "int64", "item_list": "list<int64>", "item_count": "int64", "tag_list": "list<string>", "tag_count": "int64",
+        "session": "int64", "item_list": "list<int64>", "item_count": "int32", "tag_list": "list<string>", "tag_count": "int32",
     }
     assert str(empty["tag_list"].dtype) == str(wf.transform(data)["tag_list"].dtype)
 
@@ -95,9 +97,24 @@ def test_save_load_round_trip(data, tmp_path):
 
 
 def test_clear_errors(data):
-    with pytest.raises(ValueError, match="median"):
-        nvt.Workflow(["session", "item"] >> ops.Groupby(groupby_cols="session", aggs="median")).fit(data)
+    with pytest.raises(ValueError, match="mode"):
+        nvt.Workflow(["session", "item"] >> ops.Groupby(groupby_cols="session", aggs="mode")).fit(data)
     with pytest.raises(KeyError, match="user"):
         nvt.Workflow(["item"] >> ops.Groupby(groupby_cols="user")).fit(data)
     with pytest.raises(KeyError, match="nope"):
         nvt.Workflow(["session", "item"] >> ops.Groupby(groupby_cols="session", aggs={"nope": "list"})).fit(data)
+
+
+def test_group_columns_only_when_selected_median_nunique_and_nvtabular_dtypes(data):
+    op = ops.Groupby(groupby_cols="session", aggs={"price": ["median", "mean"], "item": ["nunique", "count"]})
+    wf = nvt.Workflow(["item", "price"] >> op)
+    out = wf.fit_transform(data).sort_values("item_count", kind="stable")
+    assert "session" not in out.columns and wf.output_schema.column_names == ["price_median", "price_mean", "item_nunique", "item_count"]
+    grouped = data.groupby("session", sort=True)
+    expected = pd.DataFrame({
+        "price_median": grouped["price"].median().astype("float32"), "price_mean": grouped["price"].mean().astype("float32"),
+        "item_nunique": grouped["item"].nunique().astype("int32"), "item_count": grouped["item"].count().astype("int32"),
+    }).reset_index(drop=True)
+    actual = wf.transform(data).reset_index(drop=True)
+    pd.testing.assert_frame_equal(actual, expected)
+    assert wf.output_dtypes == {"price_median": "float32", "price_mean": "float32", "item_nunique": "int32", "item_count": "int32"}

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from _op_helpers import to_host
 
 import tabflow as nvt
 from tabflow import ops
 from tabflow.schema import Tags
-
-from _op_helpers import to_host
 
 xxhash = pytest.importorskip("xxhash")
 

@@ -6,13 +6,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
-from tabflow.backends import get_backend
-from tabflow.ops import _hashing
-
-from _op_helpers import dataset_with_empty_partitions, to_host
+from tabflow.backends import _hashing, get_backend
 
 xxhash = pytest.importorskip("xxhash")
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
 from tabflow.schema import Tags
 from tabflow.serialize import SaveError, UntrustedCodeError
-
-from _op_helpers import dataset_with_empty_partitions, to_host
 
 
 @nvt.register_function

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
-
-from _op_helpers import dataset_with_empty_partitions, to_host
 
 
 def list_series(rows, value_type):
@@ -33,6 +31,8 @@ def frame(rows):
 
 
 def _python(rows, start, end, length=None, pad=0):
+    if end is None and start > 0:  # NVTabular: one positive argument is the end
+        start, end = 0, start
     out = []
     for row in rows:
         row = (row or [])[start:end]
@@ -54,7 +54,7 @@ def test_matches_python_slicing(frame, rows, start, end, engine, to_engine):
     assert workflow.output_schema["ints"].dtype == "list<int64>"
 
 
-@pytest.mark.parametrize(("start", "end", "length"), [(0, 4, 4), (-3, None, 3), (-5, -2, 3), (1, 3, 2)])
+@pytest.mark.parametrize(("start", "end", "length"), [(0, 4, 4), (-3, None, 3), (-5, -2, 3), (1, 3, 2), (5, None, 5)])
 def test_pad_gives_fixed_length(frame, rows, start, end, length):
     workflow = nvt.Workflow(["ints"] >> ops.ListSlice(start, end, pad=True, pad_value=-1))
     out = workflow.fit_transform(dataset_with_empty_partitions(frame)).compute()
@@ -87,7 +87,18 @@ def test_save_load_round_trip(frame, tmp_path):
 def test_errors(frame):
     with pytest.raises(TypeError, match="'x'"):
         nvt.Workflow(["x"] >> ops.ListSlice(0, 2)).fit(pd.DataFrame({"x": [1]}))
-    with pytest.raises(ValueError, match="needs `end`"):
+    with pytest.raises(ValueError, match="padded length"):
         nvt.Workflow(["ints"] >> ops.ListSlice(0, pad=True)).fit(frame)
+    with pytest.raises(TypeError, match="start must be an integer"):
+        nvt.Workflow(["ints"] >> ops.ListSlice(None)).fit(frame)
     with pytest.raises(ValueError, match="same sign"):
         nvt.Workflow(["ints"] >> ops.ListSlice(-2, 3, pad=True)).fit(frame)
+
+
+def test_one_positive_argument_keeps_the_first_items_as_nvtabular(frame, rows):
+    # NVTabular 23.08: ListSlice(n) truncates to the first n items, ListSlice(-n) keeps the last n.
+    out = nvt.Workflow(["ints"] >> ops.ListSlice(2)).fit_transform(frame)
+    assert _lists(out["ints"]) == [(r or [])[:2] for r in rows]
+    out = nvt.Workflow(["ints"] >> ops.ListSlice(-2)).fit_transform(frame)
+    assert _lists(out["ints"]) == [(r or [])[-2:] for r in rows]
+    assert ops.ListSlice(2).get_params() == {"start": 2, "end": None, "pad": False, "pad_value": 0}

@@ -7,11 +7,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
-
-from _op_helpers import dataset_with_empty_partitions, to_host
 
 
 @pytest.fixture

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
 from tabflow.schema import ColumnSchema, Schema, Tags
 from tabflow.serialize import UntrustedCodeError
-
-from _op_helpers import dataset_with_empty_partitions, to_host
 
 
 @nvt.register_function

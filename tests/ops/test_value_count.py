@@ -5,11 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 import pytest
+from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
-
-from _op_helpers import dataset_with_empty_partitions, to_host
 
 
 @pytest.fixture

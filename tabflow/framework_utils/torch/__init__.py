@@ -16,9 +16,16 @@ Linear(in_features=8, out_features=1, bias=True)
 
 from __future__ import annotations
 
-from tabflow.framework_utils.torch.layers import ConcatenatedEmbeddings, MultiHotEmbeddings
+from tabflow.framework_utils.torch.layers import (
+    ConcatenatedEmbeddings,
+    MultiHotEmbeddings,
+)
 from tabflow.framework_utils.torch.models import Model
-from tabflow.framework_utils.torch.utils import DictTransform, FastaiTransform, process_epoch
+from tabflow.framework_utils.torch.utils import (
+    DictTransform,
+    FastaiTransform,
+    process_epoch,
+)
 
 __all__ = [
     "ConcatenatedEmbeddings",

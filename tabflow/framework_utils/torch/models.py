@@ -24,7 +24,10 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch import nn
 
-from tabflow.framework_utils.torch.layers import ConcatenatedEmbeddings, MultiHotEmbeddings
+from tabflow.framework_utils.torch.layers import (
+    ConcatenatedEmbeddings,
+    MultiHotEmbeddings,
+)
 
 __all__ = ["Model"]
 

@@ -10,6 +10,9 @@ torch.Size([2, 6])
 
 from __future__ import annotations
 
-from tabflow.framework_utils.torch.layers.embeddings import ConcatenatedEmbeddings, MultiHotEmbeddings
+from tabflow.framework_utils.torch.layers.embeddings import (
+    ConcatenatedEmbeddings,
+    MultiHotEmbeddings,
+)
 
 __all__ = ["ConcatenatedEmbeddings", "MultiHotEmbeddings"]

@@ -1,6 +1,8 @@
 """Compiled hexadecimal parsing over Arrow string buffers (numba, loaded on first use).
 
-Kept apart from :mod:`tabflow.ops.hex_to_int` so that importing tabflow does not import numba.
+The engine kernel behind ``hex_to_int`` (:mod:`tabflow.ops.hex_to_int`, CSV ``hex_columns``):
+kept in its own module, imported by the pandas backend on first use, so that importing
+tabflow does not import numba.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def parse_hex_buffers(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) 
     Examples
     --------
     >>> import numpy as np
-    >>> from tabflow.ops._hex import parse_hex_buffers
+    >>> from tabflow.backends._hex import parse_hex_buffers
     >>> values, present, bad = parse_hex_buffers(np.frombuffer(b"ffzz", np.uint8), np.array([0, 2, 4]), np.ones(2, bool))
     >>> int(values[0]), bad
     (255, 1)

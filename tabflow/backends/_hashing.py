@@ -27,9 +27,12 @@ Arrow's string offsets and bytes: no Python call per value.
 
 Crosses combine per-column hashes with :func:`hash_combine` (order-dependent).
 
+The kernels belong to the engine layer: ops get hashes from ``backend.hash_values`` and
+only combine them (HashedCross, multi-column Categorify keys) with :func:`hash_combine`.
+
 Examples
 --------
->>> from tabflow.ops._hashing import xxh64_bytes
+>>> from tabflow.backends._hashing import xxh64_bytes
 >>> hex(xxh64_bytes(b""))
 '0xef46db3751d8e999'
 """
@@ -179,7 +182,7 @@ def xxh64_bytes(data: bytes, seed: int = SEED) -> int:
 
     Examples
     --------
-    >>> from tabflow.ops._hashing import xxh64_bytes
+    >>> from tabflow.backends._hashing import xxh64_bytes
     >>> xxh64_bytes("é".encode()) == xxh64_bytes(b"\\xc3\\xa9")
     True
     """
@@ -206,7 +209,7 @@ def hash_string_buffers(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray
     Examples
     --------
     >>> import numpy as np
-    >>> from tabflow.ops._hashing import hash_string_buffers, xxh64_bytes
+    >>> from tabflow.backends._hashing import hash_string_buffers, xxh64_bytes
     >>> h = hash_string_buffers(np.frombuffer(b"abc", np.uint8), np.array([0, 1, 3]), np.array([True, True]))
     >>> int(h[1]) == xxh64_bytes(b"bc")
     True
@@ -223,7 +226,7 @@ def hash_int64(values: np.ndarray, valid: np.ndarray | None = None, seed: int = 
     Examples
     --------
     >>> import numpy as np
-    >>> from tabflow.ops._hashing import hash_int64, xxh64_bytes
+    >>> from tabflow.backends._hashing import hash_int64, xxh64_bytes
     >>> int(hash_int64(np.array([-1]))[0]) == xxh64_bytes(b"\\xff" * 8)
     True
     """
@@ -247,7 +250,7 @@ def float_keys(values: Any, xp: Any = np) -> tuple[Any, Any]:
     Examples
     --------
     >>> import numpy as np
-    >>> from tabflow.ops._hashing import float_keys
+    >>> from tabflow.backends._hashing import float_keys
     >>> keys, valid = float_keys(np.array([3.0, -0.0, np.nan, 10.5]))
     >>> keys[:2].tolist(), valid.tolist(), bool(keys[3] == np.array([10.5]).view(np.int64)[0])
     ([3, 0], [True, True, False, True], True)
@@ -271,7 +274,7 @@ def hash_combine(seed: Any, value: Any) -> Any:
     Examples
     --------
     >>> import numpy as np
-    >>> from tabflow.ops._hashing import hash_combine
+    >>> from tabflow.backends._hashing import hash_combine
     >>> a, b = np.array([1], np.uint64), np.array([2], np.uint64)
     >>> bool(hash_combine(a, b)[0] != hash_combine(b, a)[0])
     True

@@ -1,0 +1,213 @@
+"""The backend contract: every method an engine provides, with its types.
+
+Ops, readers, the workflow and the loader reach pandas or cuDF only through these methods
+(see :func:`tabflow.backends.backend_for`). :class:`~tabflow.backends.pandas_backend.PandasBackend`
+and :class:`~tabflow.backends.cudf_backend.CudfBackend` implement exactly this list, with the
+same parameters (``tests/backends/test_protocol.py`` checks both, and that nothing outside
+``tabflow.backends`` calls a method that is not listed here).
+
+What a dtype *name* means is not an engine question and is not here: see
+:mod:`tabflow.schema.dtypes`. Engines return arrays of their own array module (:attr:`xp`:
+NumPy for pandas, CuPy for cuDF); making tensors of them is the loader's job.
+
+Types below are written with aliases: ``Frame``, ``Series`` and ``Index`` are the engine's
+(pandas or cuDF) objects, ``Array`` is an array of :attr:`Backend.xp`.
+
+Examples
+--------
+>>> from tabflow.backends import Backend, get_backend
+>>> import inspect
+>>> "columns_matrix" in dict(inspect.getmembers(Backend))
+True
+>>> get_backend("pandas").columns_matrix  # doctest: +ELLIPSIS
+<bound method PandasBackend.columns_matrix of ...>
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+__all__ = ["Backend", "SAMPLE_VARIANTS", "Allocate"]
+
+Frame = Any
+Series = Any
+Index = Any
+Array = Any
+#: ``allocate(shape, dtype) -> numpy.ndarray``: host memory for a result (the loader's pool).
+Allocate = Callable[[tuple, Any], np.ndarray]
+
+#: How many different value sets :meth:`Backend.sample_frame` offers (``variant`` values).
+SAMPLE_VARIANTS = 3
+
+
+class Backend(Protocol):
+    """The methods and attributes both engines provide (one line each; engines document more)."""
+
+    #: Engine name: ``"pandas"`` or ``"cudf"``.
+    name: str
+    #: Array module of the engine's arrays: ``numpy`` or ``cupy``.
+    xp: Any
+
+    # ------------------------------------------------------------------ types
+    @staticmethod
+    def is_frame(obj: Any) -> bool:
+        """True when ``obj`` is a data frame of this engine."""
+
+    @staticmethod
+    def is_series(obj: Any) -> bool:
+        """True when ``obj`` is a series of this engine."""
+
+    def canonical_dtype(self, dtype: Any) -> str:
+        """Canonical name (:mod:`tabflow.schema.dtypes`) of an engine dtype, Python type or name."""
+
+    def engine_dtype(self, canonical: str) -> Any:
+        """This engine's dtype object for a canonical name."""
+
+    def is_list_dtype(self, dtype: Any) -> bool:
+        """True for an engine dtype of list columns."""
+
+    def is_string_dtype(self, dtype: Any) -> bool:
+        """True for an engine dtype of string columns."""
+
+    def is_numeric_dtype(self, dtype: Any) -> bool:
+        """True for an engine dtype of integer or float columns (not booleans)."""
+
+    def observed_dtype(self, values: Any) -> str:
+        """Canonical name of what a user function returned (a series or an array)."""
+
+    # ----------------------------------------------------------- construction
+    def empty_frame(self, dtypes: Mapping[str, str]) -> Frame:
+        """A zero-row frame with the given canonical dtypes (dask ``meta``)."""
+
+    def sample_frame(self, dtypes: Mapping[str, str], variant: int = 0) -> Frame:
+        """A two-row frame of ordinary values; ``variant < SAMPLE_VARIANTS`` picks other strings."""
+
+    def frame_from_dict(self, columns: Mapping[str, Any], index: Any = None) -> Frame:
+        """A frame of the given columns (without copying them where the engine allows)."""
+
+    def series(self, values: Any, name: str | None = None, index: Any = None, dtype: Any = None) -> Series:
+        """A series of this engine."""
+
+    def concat_columns(self, frames: Sequence[Frame]) -> Frame:
+        """Frames side by side (``None`` entries skipped)."""
+
+    def concat_rows(self, frames: Sequence[Frame]) -> Frame:
+        """Frames one after the other, with a new range index."""
+
+    def astype(self, obj: Any, canonical: str) -> Any:
+        """A series or frame cast to a canonical dtype."""
+
+    def conform_column(self, series: Series, canonical: str) -> Series:
+        """``series`` cast to ``canonical`` when no value changes, else unchanged."""
+
+    def to_float(self, series: Series, dtype: str = "float32") -> Series:
+        """A numeric series as a float dtype, nulls becoming NaN."""
+
+    def to_numpy(self, series: Series, dtype: Any = None, na_value: Any = None) -> Array:
+        """A series' values as an array (host NumPy for pandas)."""
+
+    # -------------------------------------------------------------- host moves
+    def to_host(self, obj: Any) -> Any:
+        """A frame, series or array as pandas/NumPy, with the pandas engine's dtypes."""
+
+    def from_host(self, obj: Any) -> Any:
+        """A pandas/NumPy object as this engine's type."""
+
+    def with_list_columns(self, frame: Frame) -> Frame:
+        """``frame`` with columns of Python lists as list columns."""
+
+    # ------------------------------------------------------------- list columns
+    def list_values_offsets(self, series: Series) -> tuple[Array, Array]:
+        """Flat values and int64 offsets (``len(series) + 1``) of a list column; null lists are empty."""
+
+    def list_values_series(self, series: Series) -> Series:
+        """Flat values of a list column as a series (nulls inside lists kept)."""
+
+    def list_lengths(self, series: Series) -> Array:
+        """int64 length of each list (0 for a null list)."""
+
+    def list_from_values_offsets(self, values: Any, offsets: Any, index: Any = None, name: str | None = None) -> Series:
+        """A list column from flat values and offsets."""
+
+    # ---------------------------------------------------- rows and loader arrays
+    def slice_rows(self, frame: Frame, start: int, stop: int) -> Frame:
+        """Rows ``start:stop`` by position."""
+
+    def take_rows(self, frame: Frame, positions: Any) -> Frame:
+        """Rows at the given positions, in that order, with a new range index."""
+
+    def column_values(self, series: Series, dtype: str, na_value: float | None = None) -> Array:
+        """A scalar column as a 1-D ``dtype`` array (maybe a read-only view); nulls are ``na_value`` or a ValueError."""
+
+    def columns_matrix(
+        self, frame: Frame, names: Sequence[str], dtype: str, na_value: float | None = None, allocate: Allocate | None = None
+    ) -> Array:
+        """Scalar columns as one new C-contiguous ``[rows, len(names)]`` array; host memory from ``allocate``."""
+
+    def list_column_values(self, series: Series, dtype: str) -> tuple[Array, Array]:
+        """A list column as flat ``dtype`` values and int64 offsets; a null element is a ValueError."""
+
+    # ---------------------------------------------------------- statistics helpers
+    def value_counts(self, series: Series) -> Series:
+        """Counts of each non-null value (of each element for list columns)."""
+
+    def lookup_table(self, keys: Any) -> Any:
+        """A reusable lookup structure over unique keys (a series, or a frame of key columns)."""
+
+    def lookup(self, table: Any, keys: Any) -> Array:
+        """int64 position of each key in a :meth:`lookup_table`, -1 where absent."""
+
+    def null_mask(self, obj: Any) -> Array:
+        """Boolean array: nulls of a series, all-null rows of a frame."""
+
+    def hash_rows(self, frame: Frame) -> Array:
+        """One uint64 hash per row from its values (the same on both engines)."""
+
+    def merge_keep_order(
+        self, left: Frame, right: Frame, left_on: Sequence[str], right_on: Sequence[str], how: str = "left"
+    ) -> Frame:
+        """Join ``right`` onto ``left`` keeping the left rows' order and index labels."""
+
+    def sparse_rowwise_dot(self, left: Any, left_rows: Any, right: Any, right_rows: Any) -> Array:
+        """``left[left_rows[i]] . right[right_rows[i]]`` for CSR matrices, as float64."""
+
+    def hash_values(self, series: Series) -> Array:
+        """Stable uint64 xxHash64 of each value (:mod:`tabflow.backends._hashing`)."""
+
+    def hex_to_int(self, series: Series) -> Series:
+        """Hexadecimal strings as a nullable int64 series (ValueError naming a bad value)."""
+
+    # --------------------------------------------------------------------- I/O
+    def read_table(self, path: str, kind: str | None = None, **kwargs: Any) -> Frame:
+        """A whole parquet file/directory or CSV file as one frame."""
+
+    def read_parquet_part(
+        self, path: str, row_groups: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str]
+    ) -> Frame:
+        """Some row groups of one parquet file with the planned canonical dtypes."""
+
+    def from_arrow(self, table: Any, dtypes: Mapping[str, str] | None = None) -> Frame:
+        """An Arrow table as a frame, each column cast to its planned canonical dtype."""
+
+    def to_arrow(self, frame: Frame) -> Any:
+        """A frame as an Arrow table (without its index)."""
+
+    def read_csv_ddf(self, paths: list[str], blocksize: int | None, **kwargs: Any) -> Any:
+        """CSV files as a dask collection of this engine's frames."""
+
+    def read_orc_part(
+        self, path: str, stripes: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str]
+    ) -> Frame:
+        """Some stripes of one ORC file with the planned canonical dtypes."""
+
+    def from_frame_ddf(self, frame: Frame, npartitions: int) -> Any:
+        """An in-memory frame as a dask collection of ``npartitions`` partitions."""
+
+    @staticmethod
+    def total_memory() -> int:
+        """Bytes of the memory this engine's frames live in (host RAM or the current GPU's)."""
+
+    def memory_usage(self, frame: Frame) -> int:
+        """Bytes a frame's columns occupy."""

@@ -1,0 +1,38 @@
+"""The column graph: nodes and the ``>>`` / ``+`` / ``-`` language, the steps they take, the
+pure schema pass and the executor.
+
+- :mod:`~tabflow.graph.selector`: :class:`ColumnSelector`, names, groups and tags of columns;
+- :mod:`~tabflow.graph.node`: :class:`Node` (NVTabular's ``WorkflowNode``) and :func:`as_node`;
+- :mod:`~tabflow.graph.steps`: select, apply an op, concatenate, drop;
+- :mod:`~tabflow.graph.schemas`: every node's schema from the data's, as a pure function;
+- :mod:`~tabflow.graph.executor`: one function per partition, for dask and in-memory frames;
+- :mod:`~tabflow.graph.picture`: drawings of the graph (``node.graph``).
+
+Examples
+--------
+>>> from tabflow.graph import Node, as_node
+>>> (as_node(["a"]) + as_node(["b"])).label
+'+'
+"""
+
+from __future__ import annotations
+
+from tabflow.graph.columns import DuplicateColumnWarning
+from tabflow.graph.node import Node, as_node, register_function_op
+from tabflow.graph.selector import ColumnGroup, ColumnSelector
+from tabflow.graph.steps import Apply, Concat, Drop, NodeSchema, Select, Step
+
+__all__ = [
+    "ColumnSelector",
+    "ColumnGroup",
+    "Node",
+    "as_node",
+    "register_function_op",
+    "NodeSchema",
+    "Step",
+    "Select",
+    "Apply",
+    "Concat",
+    "Drop",
+    "DuplicateColumnWarning",
+]

@@ -1,0 +1,153 @@
+"""Columns meeting in a node: schemas united, frames put side by side, dtypes observed.
+
+Shared by the steps (:mod:`tabflow.graph.steps`): the same rules decide which columns a node
+has (:func:`union`) and how its frames are joined (:func:`concat_unique`).
+
+Examples
+--------
+>>> from tabflow.graph.columns import union
+>>> from tabflow.schema import Schema
+>>> union([Schema(["a", "b"]), Schema(["b", "c"])])[0].column_names
+['a', 'b', 'c']
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping, Sequence
+
+from tabflow.backends import SAMPLE_VARIANTS, backend_for, get_backend
+from tabflow.exceptions import UntrustedCodeError
+from tabflow.graph.selector import ColumnSelector
+from tabflow.schema import Schema
+
+__all__ = ["DuplicateColumnWarning", "union", "combine_selectors", "concat_unique", "observed_dtypes"]
+
+
+class DuplicateColumnWarning(UserWarning):
+    """Two branches of a workflow produce the same column name; the first is kept.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> import tabflow as nvt
+    >>> from tabflow import ops
+    >>> df = pd.DataFrame({"x": [-1.0, 2.0]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     out = nvt.Workflow((["x"] >> ops.Clip(min_value=0)) + ["x"]).fit_transform(df)
+    >>> out["x"].tolist(), caught[0].category.__name__
+    ([0.0, 2.0], 'DuplicateColumnWarning')
+    """
+
+
+def union(schemas: Sequence[Schema], origins: Sequence[Mapping[str, Any]] | None = None) -> tuple[Schema, dict[str, Any]]:
+    """Columns of several schemas, each once; ``origins`` say which node computed each column.
+
+    The same name reaching a node along two paths is fine when both paths carry the column
+    that one node computed (``a + a``). When two different nodes computed it (``movieId``
+    encoded and ``movieId`` joined in raw) the first one is kept, as NVTabular scripts
+    expect (``encoded + joined`` is a common idiom), with a :class:`DuplicateColumnWarning`:
+    the other is hidden.
+    """
+    origins = origins or [{} for _ in schemas]
+    columns: dict[str, Any] = {}
+    where: dict[str, Any] = {}
+    for schema, origin in zip(schemas, origins):
+        for column in schema:
+            source = origin.get(column.name, ("input", column.name))
+            if column.name in columns and (where[column.name] != source or columns[column.name] != column):
+                warnings.warn(
+                    f"column {column.name!r} is produced twice with different definitions "
+                    f"(by {_describe(where[column.name])} and by {_describe(source)}); the first, "
+                    f"by {_describe(where[column.name])}, is kept. To keep the other, rename one of "
+                    "them (ops.Rename) or drop one (node - [name]).",
+                    DuplicateColumnWarning,
+                    stacklevel=2,
+                )
+            columns.setdefault(column.name, column)
+            where.setdefault(column.name, source)
+    return Schema(columns.values()), where
+
+
+def combine_selectors(selectors: Sequence[ColumnSelector]) -> ColumnSelector:
+    """Several selectors as one: names in order (each once), then every column group."""
+    combined = ColumnSelector()
+    for selector in selectors:
+        combined = combined + selector
+    return combined
+
+
+def _describe(origin: Any) -> str:
+    return "the input data" if origin[0] == "input" else f"op {origin[2]}"
+
+
+def observed_dtypes(op: Any, selector: ColumnSelector, input_schema: Schema, declared: Schema) -> Schema:
+    """For a user-defined op that declares no ``output_dtype``, the dtypes its transform
+    actually returns on a two-row sample of its input dtypes.
+
+    NVTabular learned output dtypes by running ops; scripts written for it define ops that
+    turn, say, date strings into day counts without declaring so. tabflow's own ops declare
+    their dtypes, an op that infers its own (``LambdaOp``) says so, and a statistics op is
+    only sampled once fitted. String columns are tried as letters, then digits, then
+    date-times; when no sample can be transformed the declared schema stands.
+    """
+    if not getattr(op, "runs_user_code", False) or getattr(op, "infers_own_dtypes", False) or op.output_dtype is not None:
+        return declared
+    if not getattr(op, "fitted", True):
+        return declared
+    pandas = get_backend("pandas")
+    for variant in range(SAMPLE_VARIANTS):
+        try:
+            out = op.transform(selector, pandas.sample_frame(input_schema.dtypes, variant))
+            break
+        except UntrustedCodeError:
+            raise
+        except Exception:  # noqa: BLE001 - user code; the next sample may suit it
+            continue
+    else:
+        return declared
+    backend = backend_for(out)
+    columns = []
+    for column in declared:
+        if column.name in out.columns:
+            observed = backend.observed_dtype(out[column.name])
+            if observed != str(column.dtype):
+                column = column.with_dtype(observed)
+        columns.append(column)
+    return Schema(columns)
+
+
+def concat_unique(frames: Sequence[Any], names: Sequence[str]) -> Any:
+    """The columns ``names`` of several frames of the same rows, each taken from the first
+    frame that has it."""
+    names = list(names)
+    if len(frames) == 1:
+        out = frames[0]
+        return out if list(out.columns) == names else out[names]
+    backend = backend_for(frames[0])
+    picked, seen = [], set()
+    for frame in frames:
+        keep = [c for c in frame.columns if c not in seen and c in names]
+        seen.update(keep)
+        if keep:
+            picked.append(frame[keep] if len(keep) != len(frame.columns) else frame)
+    _check_same_rows(picked)
+    out = backend.concat_columns(picked)
+    return out if list(out.columns) == names else out[names]
+
+
+def _check_same_rows(frames: Sequence[Any]) -> None:
+    """Columns side by side must describe the same rows; a row filter (ops.Filter,
+    ops.Dropna) in one branch of ``+`` only would otherwise pair unrelated rows or pad with
+    nulls."""
+    first = frames[0] if frames else None
+    for frame in frames[1:]:
+        if len(frame) != len(first) or not frame.index.equals(first.index):
+            raise ValueError(
+                f"cannot put columns {list(first.columns)} and {list(frame.columns)} side by side: they "
+                f"hold different rows ({len(first)} vs {len(frame)}). A row filter (ops.Filter, ops.Dropna) "
+                "inside one branch of `+` is ambiguous; apply it to the whole selection instead, e.g. "
+                "(cats + conts) >> ops.Filter(f)"
+            )

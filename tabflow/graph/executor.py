@@ -1,0 +1,143 @@
+"""Running a graph: one function per partition, for dask collections and in-memory frames.
+
+A :class:`GraphRunner` evaluates the nodes a workflow asks for on one frame: the whole graph
+to transform, or the inputs of statistics ops to fit them. The same runner object serves
+``map_partitions`` over a dask collection (:func:`map_graph`, one task per partition with
+``meta`` from the declared schema) and a single in-memory frame (serving), so both paths
+run the very same code.
+
+Examples
+--------
+>>> import pandas as pd
+>>> import tabflow as nvt
+>>> from tabflow import ops
+>>> from tabflow.graph.executor import GraphRunner
+>>> wf = nvt.Workflow(["x"] >> ops.Clip(min_value=0)).fit(pd.DataFrame({"x": [1]}))
+>>> GraphRunner([wf.output_node], wf.input_schema).transform(pd.DataFrame({"x": [-2, 3]}))["x"].tolist()
+[0, 3]
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Sequence
+
+import dask
+
+from tabflow.backends import backend_for
+from tabflow.graph.columns import concat_unique
+from tabflow.schema import Schema
+
+__all__ = ["GraphRunner", "map_graph", "map_node_inputs", "fit_partials", "evaluate"]
+
+
+class GraphRunner:
+    """Evaluates part of a graph on one in-memory frame. One instance is shared by all tasks.
+
+    Parameters
+    ----------
+    targets : list of Node
+        The nodes to compute (the output node, or statistics ops whose inputs are wanted).
+    input_schema : Schema, optional
+        The dtypes the graph was fitted on; input frames are conformed to them first.
+    """
+
+    def __init__(self, targets: Sequence[Any], input_schema: Schema | None = None) -> None:
+        self.targets = list(targets)
+        self.input_schema = input_schema
+
+    def transform(self, frame: Any) -> Any:
+        """The first target's output for ``frame``."""
+        if self.input_schema is not None:
+            frame = conform(frame, self.input_schema)
+        return evaluate(self.targets[0], frame, {})
+
+    def node_inputs(self, frame: Any) -> list[Any]:
+        """What each target node's op receives for ``frame`` (parents' and dependencies' columns)."""
+        cache: dict[int, Any] = {}
+        return [_node_input(node, frame, cache) for node in self.targets]
+
+
+def conform(frame: Any, schema: Schema) -> Any:
+    """Cast input columns to the dtypes the workflow was fitted on, where no value changes.
+
+    A file without nulls reads an integer column as int64 where the fitted data had Int64,
+    and an in-memory frame holds strings as ``str`` where partitions hold ``string``; casting
+    keeps the transformed output on the declared output schema. A cast that would change a
+    value (10.5 to 10) is not made, so the ops see the value as it is; a string that is not a
+    number in a numeric column is an error naming the column and value.
+    """
+    backend = backend_for(frame)
+    dtypes = frame.dtypes
+    columns = {}
+    for column in schema:
+        if column.name in dtypes.index and dtypes[column.name] != backend.engine_dtype(column.dtype):
+            conformed = backend.conform_column(frame[column.name], column.dtype)
+            if conformed is not frame[column.name]:
+                columns[column.name] = conformed
+    return frame.assign(**columns) if columns else frame
+
+
+def evaluate(node: Any, frame: Any, cache: dict[int, Any]) -> Any:
+    """The output of ``node`` for the input ``frame`` (``cache`` holds nodes already run)."""
+    if node.id in cache:
+        return cache[node.id]
+    parents = [evaluate(p, frame, cache) for p in node.parents]
+    dependencies = [evaluate(d, frame, cache) for d in node.dependencies] if node.step.reads_dependencies else []
+    out = node.step.run(node, parents, dependencies, frame)
+    cache[node.id] = out
+    return out
+
+
+def _node_input(node: Any, frame: Any, cache: dict[int, Any]) -> Any:
+    parts = [evaluate(p, frame, cache) for p in node.parents]
+    parts += [evaluate(d, frame, cache) for d in node.dependencies]
+    return concat_unique(parts, node.input_schema.column_names)
+
+
+def _delayed(runner: GraphRunner, purpose: str) -> Any:
+    # One named delayed object: the runner (and the graph it holds) is serialised once per
+    # computation, not once per partition task.
+    return dask.delayed(runner, name=f"tabflow-{purpose}-{uuid.uuid4().hex}", traverse=False)
+
+
+def map_graph(ddf: Any, runner: GraphRunner, meta: Any) -> Any:
+    """``runner.transform`` over every partition of ``ddf``, in one ``map_partitions``."""
+    return ddf.map_partitions(_transform_partition, _delayed(runner, "transform-graph"), meta=meta, enforce_metadata=False)
+
+
+def map_node_inputs(ddf: Any, runner: GraphRunner, meta: Any) -> Any:
+    """The inputs of ``runner``'s one target node, for every partition of ``ddf``."""
+    return ddf.map_partitions(_node_inputs_partition, _delayed(runner, "node-inputs"), meta=meta, enforce_metadata=False)
+
+
+def fit_partials(ddf: Any, runner: GraphRunner, split_every: int) -> Any:
+    """One delayed value: the targets' statistics over ``ddf``, as a tree of ``fit_partition``
+    per partition then ``combine_partials`` ``split_every`` at a time (None: no partitions)."""
+    delayed_runner = _delayed(runner, "fit-graph")
+    partials = [dask.delayed(_fit_partition, pure=False)(delayed_runner, part) for part in ddf.to_delayed()]
+    if not partials:
+        return None
+    while len(partials) > 1:
+        partials = [
+            dask.delayed(_combine_partials, pure=False)(delayed_runner, *partials[i : i + split_every])
+            for i in range(0, len(partials), split_every)
+        ]
+    return partials[0]
+
+
+def _transform_partition(frame: Any, runner: GraphRunner) -> Any:
+    return runner.transform(frame)
+
+
+def _node_inputs_partition(frame: Any, runner: GraphRunner) -> Any:
+    return runner.node_inputs(frame)[0]
+
+
+def _fit_partition(runner: GraphRunner, frame: Any) -> list[Any]:
+    inputs = runner.node_inputs(frame)
+    return [node.op.fit_partition(node.input_selector, data) for node, data in zip(runner.targets, inputs)]
+
+
+def _combine_partials(runner: GraphRunner, *partials: list[Any]) -> list[Any]:
+    return [node.op.combine_partials([p[i] for p in partials]) for i, node in enumerate(runner.targets)]

@@ -1,0 +1,254 @@
+"""Nodes of a workflow graph and the ``>>`` / ``+`` / ``-`` language that builds them.
+
+``["C1", "C2"] >> ops.Categorify()`` makes a node whose op sees only C1 and C2; ``a + b``
+concatenates the columns of two nodes; ``a - ["x"]`` drops columns. Each node does one
+:mod:`step <tabflow.graph.steps>`: select input columns, apply an op, concatenate its
+parents, or drop columns. Resolving schemas (:mod:`tabflow.graph.schemas`) and running the
+graph (:mod:`tabflow.graph.executor`) ask the step; nothing branches on what kind of node it
+is.
+
+The graph layer knows ops only by their interface (``transform``, ``compute_output_schema``,
+``dependencies``, ...), so it does not import them: the op that wraps a plain function
+(:class:`tabflow.ops.LambdaOp`) registers itself with :func:`register_function_op`.
+
+Examples
+--------
+>>> from tabflow import ops
+>>> node = ["x"] >> ops.LogOp()
+>>> node.op.__class__.__name__, node.parents[0].selector.names
+('LogOp', ['x'])
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Sequence
+
+from tabflow.graph.selector import ColumnSelector, register_node_class
+from tabflow.graph.steps import Apply, Concat, Drop, Group, Select, Step, Subset
+from tabflow.schema import Schema, Tags
+
+__all__ = ["Node", "as_node", "register_function_op"]
+
+_node_ids = itertools.count()
+# The op class that wraps a plain function given to ``>>`` (set by tabflow.ops.LambdaOp).
+_FUNCTION_OP: list[Callable[[Callable], Any]] = []
+
+
+def register_function_op(op_class: Callable[[Callable], Any]) -> Callable[[Callable], Any]:
+    """Make ``op_class(function)`` the op that ``node >> function`` builds."""
+    _FUNCTION_OP[:] = [op_class]
+    return op_class
+
+
+@register_node_class
+class Node:
+    """One step of a workflow graph (NVTabular's ``WorkflowNode``).
+
+    A node selects input columns (``selector``), applies an op to the columns of its
+    parents (``op``), concatenates its parents (``a + b``) or drops columns from its parent
+    (``a - cols``). Users build nodes with the operators; ``Node(["a", "b"])`` is a
+    selection of input columns, as ``WorkflowNode(["a", "b"])`` is in NVTabular.
+
+    Once a workflow has seen an input schema, ``input_selector``, ``input_schema`` and
+    ``output_schema`` hold the node's resolved columns.
+
+    Examples
+    --------
+    >>> from tabflow import Node, ops
+    >>> node = Node(["a", "b"]) >> ops.Clip(min_value=0)
+    >>> node.parents[0].selector.names, node.label
+    (['a', 'b'], 'Clip')
+    """
+
+    def __init__(
+        self,
+        selector: ColumnSelector | Sequence[Any] | str | None = None,
+        op: Any = None,
+        parents: Sequence["Node"] = (),
+        dependencies: Sequence["Node"] = (),
+        dropped: ColumnSelector | None = None,
+        step: Step | None = None,
+    ) -> None:
+        self.step: Step = step if step is not None else _step_for(selector, op, parents, dropped)
+        self.parents = list(parents)
+        self.dependencies = list(dependencies)
+        self.id = next(_node_ids)
+        # Resolved by the workflow when it sees an input schema (tabflow.graph.schemas).
+        self.input_schema: Schema | None = None
+        self.output_schema: Schema | None = None
+        self.input_selector: ColumnSelector | None = None
+        # Which node computed each output column (duplicate detection across branches).
+        self.column_origins: dict[str, tuple] = {}
+
+    # ------------------------------------------------------------------- step facts
+    @property
+    def op(self) -> Any:
+        """The op of an op node, None for structural nodes."""
+        return self.step.op
+
+    @property
+    def selector(self) -> ColumnSelector | None:
+        """The columns a selection node reads, None for other nodes."""
+        return self.step.selector
+
+    @property
+    def dropped(self) -> ColumnSelector | None:
+        """The columns a drop node removes, None for other nodes."""
+        return self.step.dropped
+
+    @property
+    def kind(self) -> str:
+        """The step's name: ``"selection"``, ``"op"``, ``"concat"`` or ``"drop"``."""
+        return self.step.kind
+
+    @property
+    def label(self) -> str:
+        return self.step.label
+
+    # ----------------------------------------------------------------- language
+    def __rshift__(self, op: Any) -> "Node":
+        op = _as_op(op)
+        declared = op.dependencies
+        if callable(declared):  # NVTabular-era custom ops define ``def dependencies(self)`` as a method
+            declared = declared()
+        dependencies = [as_node(dep) for dep in declared] if declared else []
+        return Node(op=op, parents=[self], dependencies=dependencies)
+
+    def __add__(self, other: Any) -> "Node":
+        return Node(parents=[self, _operand(other)])
+
+    def __radd__(self, other: Any) -> "Node":
+        return Node(parents=[_operand(other), self])
+
+    def __sub__(self, other: Any) -> "Node":
+        # Columns named here are dropped; nodes' output columns too, known once resolved.
+        items = other if isinstance(other, (list, tuple)) else [other]
+        nodes = [item for item in items if isinstance(item, Node)]
+        names = [item for item in items if not isinstance(item, Node)]
+        if isinstance(other, ColumnSelector):
+            dropped = other
+        else:
+            dropped = ColumnSelector(_names(names))
+        return Node(parents=[self], dependencies=nodes, dropped=dropped)
+
+    def __rsub__(self, other: Any) -> "Node":
+        return as_node(other) - self
+
+    def __getitem__(self, columns: Any) -> "Node":
+        """The node's output columns ``columns`` (a name or a list, nested lists as groups)."""
+        selector = columns if isinstance(columns, ColumnSelector) else ColumnSelector(_names(columns))
+        return Node(parents=[self], step=Subset(selector))
+
+    # -------------------------------------------------------------------- graph
+    @property
+    def output_columns(self) -> ColumnSelector:
+        if self.output_schema is None:
+            if self.selector is not None:
+                return self.selector
+            raise ValueError("the node's output columns are known once the workflow has seen an input schema")
+        return ColumnSelector(self.output_schema.column_names)
+
+    def ancestors(self) -> list["Node"]:
+        """Every node this one depends on (parents and dependencies), in topological order."""
+        order: list[Node] = []
+        seen: set[int] = set()
+
+        def visit(node: Node) -> None:
+            if node.id in seen:
+                return
+            seen.add(node.id)
+            for upstream in [*node.parents, *node.dependencies]:
+                visit(upstream)
+            order.append(node)
+
+        for upstream in [*self.parents, *self.dependencies]:
+            visit(upstream)
+        return order
+
+    @property
+    def graph(self) -> Any:
+        """A picture of the graph ending at this node (shown inline by Jupyter), as in NVTabular.
+
+        See :class:`tabflow.viz.GraphPicture`.
+        """
+        from tabflow.graph.picture import GraphPicture
+
+        return GraphPicture(self)
+
+    def __repr__(self) -> str:
+        return f"<Node {self.id}: {self.step!r}>"
+
+
+def _is_list_like(obj: Any) -> bool:
+    return hasattr(obj, "tolist") and not isinstance(obj, (str, bytes, ColumnSelector))
+
+
+def _names(columns: Any) -> Any:
+    """Names as ColumnSelector takes them (list-likes such as a pandas Index become lists)."""
+    if _is_list_like(columns):
+        return columns.tolist()
+    return columns
+
+
+def _step_for(selector: Any, op: Any, parents: Sequence[Node], dropped: Any) -> Step:
+    if op is not None:
+        return Apply(op)
+    if dropped is not None:
+        return Drop(dropped if isinstance(dropped, ColumnSelector) else ColumnSelector(dropped))
+    if parents:
+        return Concat()
+    if selector is None:
+        raise TypeError("a Node needs input columns, an op, parents or columns to drop")
+    return Select(selector if isinstance(selector, ColumnSelector) else ColumnSelector(selector))
+
+
+def _is_op(obj: Any) -> bool:
+    return hasattr(obj, "transform") and hasattr(obj, "compute_output_schema") and hasattr(obj, "dependencies")
+
+
+def _as_op(op: Any) -> Any:
+    """An op instance from an op, an op class, or a plain function (wrapped in LambdaOp)."""
+    if isinstance(op, type) and _is_op(op):
+        return op()
+    if not isinstance(op, type) and _is_op(op):
+        return op
+    if callable(op) and _FUNCTION_OP:
+        return _FUNCTION_OP[0](op)
+    raise TypeError(f"`>>` expects an op (e.g. ops.Normalize()), got {op!r}")
+
+
+def _operand(other: Any) -> Node:
+    """The right-hand side of ``+``: a list that is not all names is one column group, as in
+    NVTabular (``node + [other_node, "c"]``); a list of names is a plain selection."""
+    if isinstance(other, (list, tuple)) and not all(isinstance(o, (str, Tags)) for o in other):
+        parts = [as_node(o) for o in other]
+        return Node(parents=parts, step=Group())
+    return as_node(other)
+
+
+def as_node(obj: Any) -> Node:
+    """A Node from a Node, a ColumnSelector, a column name or a (nested) list of them.
+
+    Examples
+    --------
+    >>> from tabflow.graph import as_node
+    >>> as_node(["a", "b"]).selector.names
+    ['a', 'b']
+    """
+    if isinstance(obj, Node):
+        return obj
+    if isinstance(obj, ColumnSelector):
+        return Node(selector=obj)
+    if isinstance(obj, (str, Tags)):
+        return Node(selector=ColumnSelector([obj]))
+    if _is_list_like(obj):
+        obj = obj.tolist()  # a pandas Index (``df.columns >> op``) or a NumPy array of names
+    if isinstance(obj, (list, tuple)):
+        nodes = [o for o in obj if isinstance(o, Node)]
+        if not nodes:
+            return Node(selector=ColumnSelector(list(obj)))
+        # A list mixing names and nodes concatenates them in order.
+        parts = [as_node(o) if isinstance(o, Node) else Node(selector=ColumnSelector([o])) for o in obj]
+        return Node(parents=parts)
+    raise TypeError(f"cannot build a column graph node from {obj!r}")

@@ -1,0 +1,260 @@
+"""What a node does: select input columns, apply an op, concatenate, or drop columns.
+
+Each step answers two questions: which columns (and dtypes, tags, properties) come out for
+given upstream schemas (:meth:`Step.resolve`, a pure function: nothing is stored on the step
+or its op), and what frame comes out for given upstream frames (:meth:`Step.run`).
+
+Examples
+--------
+>>> from tabflow import Node
+>>> from tabflow.schema import Schema
+>>> node = Node(["b"])
+>>> node.step.resolve(node, {}, Schema(["a", "b"])).output_schema.column_names
+['b']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping, Sequence
+
+from tabflow.backends import backend_for
+from tabflow.graph.columns import (
+    combine_selectors,
+    concat_unique,
+    observed_dtypes,
+    union,
+)
+from tabflow.graph.selector import ColumnSelector
+from tabflow.schema import Schema
+
+__all__ = ["NodeSchema", "Step", "Select", "Apply", "Concat", "Group", "Subset", "Drop"]
+
+
+@dataclass(frozen=True)
+class NodeSchema:
+    """The resolved columns of one node.
+
+    ``origins`` maps each output column to where it was computed (``("input", name)`` or
+    ``("op", node id, op name)``), to tell a column that reaches a node along two paths from
+    two different columns of the same name.
+    """
+
+    input_selector: ColumnSelector
+    input_schema: Schema
+    output_schema: Schema
+    origins: Mapping[str, tuple] = field(default_factory=dict)
+    output_selector: ColumnSelector | None = None
+
+    @property
+    def columns(self) -> ColumnSelector:
+        """The output columns as the next op sees them: with the column groups a selection
+        or a ``+`` of groups carries, else the plain names."""
+        return self.output_selector if self.output_selector is not None else ColumnSelector(self.output_schema.column_names)
+
+
+class Step:
+    """Base of the four steps. ``kind`` names the step in saved workflows and pictures."""
+
+    kind: ClassVar[str] = ""
+    #: Whether :meth:`run` needs its dependencies' frames (a drop only needs their names).
+    reads_dependencies: ClassVar[bool] = True
+    op: Any = None
+    selector: ColumnSelector | None = None
+    dropped: ColumnSelector | None = None
+
+    def resolve(self, node: Any, schemas: Mapping[int, NodeSchema], source: Schema) -> NodeSchema:
+        """The node's schema from the schemas of the nodes upstream of it (``schemas``, by
+        node id) and the input data's schema."""
+        raise NotImplementedError
+
+    def run(self, node: Any, parents: Sequence[Any], dependencies: Sequence[Any], source: Any) -> Any:
+        """The node's output frame from its parents' and dependencies' frames (and the input)."""
+        raise NotImplementedError
+
+    @property
+    def label(self) -> str:
+        return self.kind
+
+
+class Select(Step):
+    """Columns of the input data (names, nested groups, or tags)."""
+
+    kind = "selection"
+
+    def __init__(self, selector: ColumnSelector) -> None:
+        self.selector = selector
+
+    def resolve(self, node, schemas, source):
+        selector = self.selector.resolve(source)
+        schema = source.select(selector.names)
+        return NodeSchema(selector, schema, schema, {name: ("input", name) for name in schema.column_names}, selector)
+
+    def run(self, node, parents, dependencies, source):
+        names = node.output_schema.column_names
+        return source if list(source.columns) == names else source[names]
+
+    @property
+    def label(self) -> str:
+        return ", ".join(map(str, self.selector.grouped_names)) or ", ".join(map(str, self.selector.tags))
+
+    def __repr__(self) -> str:
+        return repr(self.selector)
+
+
+class Apply(Step):
+    """An op applied to its parents' columns (plus its dependencies' columns)."""
+
+    kind = "op"
+
+    def __init__(self, op: Any) -> None:
+        self.op = op
+
+    def resolve(self, node, schemas, source):
+        parents = [schemas[p.id] for p in node.parents]
+        dependencies = [schemas[d.id] for d in node.dependencies]
+        selected, selected_origins = union([p.output_schema for p in parents], [p.origins for p in parents])
+        # The parents' column groups (a selection's nested lists, a ``+`` of a group) reach
+        # the op, which may encode or cross a group together.
+        selector = combine_selectors([p.columns for p in parents])
+        input_schema, _ = union(
+            [selected, *(d.output_schema for d in dependencies)], [selected_origins, *(d.origins for d in dependencies)]
+        )
+        op = self.op
+        try:
+            op.validate_input(input_schema, selector)
+        except (TypeError, ValueError, KeyError) as err:
+            raise type(err)(f"{type(op).__name__} on columns {selector.names}: {err}") from None
+        output = observed_dtypes(op, selector, input_schema, op.compute_output_schema(input_schema, selector))
+        origins = {name: ("op", node.id, type(op).__name__) for name in output.column_names}
+        return NodeSchema(selector, input_schema, output, origins)
+
+    def run(self, node, parents, dependencies, source):
+        op = self.op
+        out = op.transform(node.input_selector, concat_unique([*parents, *dependencies], node.input_schema.column_names))
+        if getattr(op, "runs_user_code", False):
+            # Lists a user function returns as Python objects become list columns, as their
+            # schema says (observed the same way).
+            out = backend_for(out).with_list_columns(out)
+        names = node.output_schema.column_names
+        missing = [n for n in names if n not in set(out.columns)]
+        if missing:
+            raise ValueError(
+                f"{type(op).__name__}.transform did not return column(s) {missing}; it returned "
+                f"{list(out.columns)}. Its output_column_names/column_mapping must match transform."
+            )
+        return out if list(out.columns) == names else out[names]
+
+    @property
+    def label(self) -> str:
+        return type(self.op).__name__
+
+    def __repr__(self) -> str:
+        return repr(self.op)
+
+
+class Concat(Step):
+    """The columns of every parent side by side (``a + b``), each name once; the column
+    groups of the parents are kept for the op that follows."""
+
+    kind = "concat"
+
+    def resolve(self, node, schemas, source):
+        parents = [schemas[p.id] for p in node.parents]
+        schema, origins = union([p.output_schema for p in parents], [p.origins for p in parents])
+        selector = combine_selectors([p.columns for p in parents])
+        return NodeSchema(ColumnSelector(schema.column_names), schema, schema, origins, self._grouping(selector))
+
+    def _grouping(self, selector: ColumnSelector) -> ColumnSelector:
+        return selector
+
+    def run(self, node, parents, dependencies, source):
+        return concat_unique(list(parents), node.output_schema.column_names)
+
+    @property
+    def label(self) -> str:
+        return "+"
+
+    def __repr__(self) -> str:
+        return "concat"
+
+
+class Group(Concat):
+    """The parents' columns as one column group: a list operand of ``+`` that is not all
+    names (``node + [other_node, "c"]``), as in NVTabular, so that an op such as
+    ``Categorify(encode_type="combo")`` or ``HashedCross`` treats them together."""
+
+    kind = "group"
+
+    def _grouping(self, selector: ColumnSelector) -> ColumnSelector:
+        return ColumnSelector(subgroups=[ColumnSelector(selector.names)])
+
+    @property
+    def label(self) -> str:
+        return "[ ]"
+
+    def __repr__(self) -> str:
+        return "group"
+
+
+class Subset(Step):
+    """Some of the parent's output columns, by name (``node["a"]``, ``node[["a", "b"]]``)."""
+
+    kind = "subset"
+
+    def __init__(self, selector: ColumnSelector) -> None:
+        self.selector = selector
+
+    def resolve(self, node, schemas, source):
+        parent = schemas[node.parents[0].id]
+        missing = [name for name in self.selector.names if name not in parent.output_schema]
+        if missing:
+            raise KeyError(
+                f"node[{self.selector.grouped_names}]: column(s) {missing} are not among the node's output "
+                f"columns {parent.output_schema.column_names}"
+            )
+        output = parent.output_schema.select(self.selector.names)
+        origins = {name: parent.origins[name] for name in output.column_names if name in parent.origins}
+        return NodeSchema(ColumnSelector(parent.output_schema.column_names), parent.output_schema, output, origins, self.selector)
+
+    def run(self, node, parents, dependencies, source):
+        names = node.output_schema.column_names
+        frame = parents[0]
+        return frame if list(frame.columns) == names else frame[names]
+
+    @property
+    def label(self) -> str:
+        return str(self.selector.grouped_names)
+
+    def __repr__(self) -> str:
+        return f"subset {self.selector!r}"
+
+
+class Drop(Step):
+    """The parent's columns without some (``a - cols``), named or produced by other nodes
+    (``a - b``: b is a dependency whose output columns are dropped; it is never run)."""
+
+    kind = "drop"
+    reads_dependencies = False
+
+    def __init__(self, dropped: ColumnSelector) -> None:
+        self.dropped = dropped
+
+    def resolve(self, node, schemas, source):
+        parent = schemas[node.parents[0].id]
+        names = [*self.dropped.names, *(n for d in node.dependencies for n in schemas[d.id].output_schema.column_names)]
+        output = parent.output_schema.without(names)
+        origins = {name: parent.origins[name] for name in output.column_names if name in parent.origins}
+        return NodeSchema(ColumnSelector(parent.output_schema.column_names), parent.output_schema, output, origins)
+
+    def run(self, node, parents, dependencies, source):
+        names = node.output_schema.column_names
+        frame = parents[0]
+        return frame if list(frame.columns) == names else frame[names]
+
+    @property
+    def label(self) -> str:
+        return "- " + ", ".join(self.dropped.names) if self.dropped.names else "-"
+
+    def __repr__(self) -> str:
+        return f"drop {self.dropped!r}"

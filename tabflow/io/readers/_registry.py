@@ -1,0 +1,172 @@
+"""The one place that maps an engine name or a file name to the reader of its format.
+
+A reader is a function ``read(paths, options) -> Source``. :func:`register` files it under
+an engine name (``Dataset(path, engine=name)``) and the file suffixes that name it when no
+engine is given. :func:`open_source` turns anything ``Dataset`` accepts into a
+:class:`Source`: files through their format's reader, frames through :func:`read_frame`.
+
+Examples
+--------
+>>> from tabflow.io.readers import format_for, guess_format
+>>> format_for("criteo").name, guess_format("data/part_0.parq").name
+('criteo', 'parquet')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import re
+from typing import Any, Callable, Sequence
+
+from tabflow.io.readers._shared import DatasetReadError
+from tabflow.io.readers._source import ReadOptions, Source
+from tabflow.io.readers.frame import read_frame
+from tabflow.schema import SCHEMA_FILENAMES, Schema
+
+__all__ = ["Format", "register", "format_for", "guess_format", "expand_paths", "open_source", "read_files"]
+
+Reader = Callable[[Sequence[str], ReadOptions], Source]
+
+#: The format a directory is listed for, and its files read with, when no engine is given.
+DEFAULT_FORMAT = "parquet"
+
+
+@dataclasses.dataclass(frozen=True)
+class Format:
+    """A registered file format: its engine name, its reader and the file names it claims."""
+
+    name: str
+    read: Reader
+    suffixes: tuple[str, ...] = ()
+    any_name: bool = False
+
+    def lists(self, file_name: str) -> bool:
+        """Whether a directory listing for this format takes ``file_name``."""
+        return self.any_name or not self.suffixes or file_name.endswith(self.suffixes)
+
+
+_FORMATS: dict[str, Format] = {}
+
+
+def register(name: str, read: Reader, suffixes: Sequence[str] = (), any_name: bool = False) -> None:
+    """Make ``read`` the reader of ``engine=name`` and of files ending in ``suffixes``.
+
+    Parameters
+    ----------
+    name : str
+        The engine name ``Dataset`` takes. Registering a name again replaces its reader.
+    read : callable
+        ``read(paths, options)`` -> :class:`Source`, with ``paths`` the expanded file list
+        (never empty) and ``options`` a :class:`ReadOptions`.
+    suffixes : sequence of str
+        File name endings that select this format when no engine is given (the first
+        file decides); a directory read with ``engine=name`` lists only such files.
+    any_name : bool, default False
+        List every file of a directory, whatever its suffix (text logs such as Criteo's
+        ``day_0`` have none). A format without suffixes always does.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> from tabflow.io.readers import Source, format_for, register
+    >>> def read_json_lines(paths, options):
+    ...     ddf = dd.read_json(list(paths), lines=True, blocksize=options.partition_bytes())
+    ...     return Source(ddf, "pandas")
+    >>> register("jsonl", read_json_lines, suffixes=(".jsonl",))
+    >>> format_for("jsonl").suffixes
+    ('.jsonl',)
+    """
+    _FORMATS[name] = Format(name, read, tuple(suffixes), any_name)
+
+
+def format_for(engine: str) -> Format:
+    """The format registered as ``engine``; ValueError naming the registered ones."""
+    try:
+        return _FORMATS[engine]
+    except KeyError:
+        raise ValueError(f"unknown engine {engine!r}; use one of {tuple(_FORMATS)}") from None
+
+
+def guess_format(path: str) -> Format:
+    """The format whose suffix ends ``path``; ValueError asking for ``engine=`` otherwise."""
+    name = path.lower()
+    for candidate in _FORMATS.values():
+        if candidate.suffixes and name.endswith(candidate.suffixes):
+            return candidate
+    names = [repr(n) for n in _FORMATS]
+    spelled = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    raise ValueError(f"cannot tell the format of {path!r}; pass engine={spelled}")
+
+
+def open_source(path_or_source: Any, engine: str | None, options: ReadOptions) -> Source:
+    """The :class:`Source` of anything ``Dataset`` accepts: paths, or a pandas, cuDF or dask frame."""
+    if isinstance(path_or_source, (str, os.PathLike, list, tuple)):
+        return read_files(path_or_source, engine, options)
+    return read_frame(path_or_source, options)
+
+
+def read_files(source: str | Sequence[str], engine: str | None, options: ReadOptions) -> Source:
+    """Files read by the reader of ``engine`` (else of the first file's suffix).
+
+    The result names the files and the format, and carries the schema stored next to the
+    files when the reader found none of its own.
+    """
+    chosen = format_for(engine) if engine else None
+    paths = expand_paths(source, engine or DEFAULT_FORMAT)
+    chosen = chosen or guess_format(paths[0])
+    found = chosen.read(paths, options)
+    schema = found.schema if found.schema is not None else schema_next_to(paths)
+    return dataclasses.replace(found, paths=tuple(paths), format=chosen.name, schema=schema)
+
+
+def _natural_key(path: str) -> list:
+    return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", path)]
+
+
+def expand_paths(source: str | Sequence[str], engine: str) -> list[str]:
+    """Files named by a path, a glob, a directory, or a list of those, in natural order.
+
+    A directory lists the files of ``engine``'s format (by suffix), skipping hidden and
+    ``_``-prefixed files and ``schema.json``.
+    """
+    registered = _FORMATS.get(engine)
+    sources = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    files: list[str] = []
+    for item in sources:
+        item = os.fspath(item)
+        if os.path.isdir(item):
+            found = [
+                os.path.join(item, name)
+                for name in os.listdir(item)
+                if not name.startswith((".", "_"))
+                and name != "schema.json"
+                and os.path.isfile(os.path.join(item, name))
+                and (registered is None or registered.lists(name))
+            ]
+            if not found:
+                raise DatasetReadError(f"directory {item!r} holds no {engine} files")
+            files.extend(sorted(found, key=_natural_key))
+        elif any(ch in item for ch in "*?["):
+            found = sorted(glob.glob(item), key=_natural_key)
+            if not found:
+                raise DatasetReadError(f"no file matches {item!r}")
+            files.extend(found)
+        elif os.path.exists(item):
+            files.append(item)
+        else:
+            raise DatasetReadError(f"file {item!r} does not exist")
+    return files
+
+
+def schema_next_to(paths: Sequence[str]) -> Schema | None:
+    """The schema stored in the files' directory (``_schema.json`` or ``schema.json``), if any."""
+    directories = {os.path.dirname(os.path.abspath(p)) for p in paths}
+    if len(directories) == 1:
+        directory = directories.pop()
+        for name in SCHEMA_FILENAMES:
+            candidate = os.path.join(directory, name)
+            if os.path.exists(candidate):
+                return Schema.from_json(candidate)
+    return None

@@ -1,0 +1,52 @@
+"""NVTabular-only arguments: accepted, documented in one place, a warning when set, no effect."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+import tabflow as nvt
+from tabflow import ops
+
+INERT = {
+    ops.Categorify: {"search_sorted": True, "cat_cache": "device", "on_host": False, "na_sentinel": -1, "tree_width": 8},
+    ops.JoinGroupby: {"tree_width": 8, "cat_cache": "device", "out_path": "/tmp/stats", "on_host": False},
+    ops.JoinExternal: {"cache": "device"},
+}
+REQUIRED = {ops.JoinGroupby: {"cont_cols": ["x"]}, ops.JoinExternal: {"df_ext": pd.DataFrame({"k": [1], "v": [2.0]}), "on": "k"}}
+
+
+@pytest.mark.parametrize("op_class", list(INERT), ids=lambda c: c.__name__)
+def test_inert_arguments_are_documented_apart_and_defaults_are_nvtabulars(op_class):
+    doc = op_class.__doc__
+    own, other = doc.split("Other Parameters")
+    for name in INERT[op_class]:
+        assert f"{name} : optional" in other and f"\n    {name} :" not in own.split("Parameters")[1]
+        declared = op_class._inert_arguments[name].default
+        assert op_class(**REQUIRED.get(op_class, {})).get_params()[name] == declared
+
+
+@pytest.mark.parametrize("op_class", list(INERT), ids=lambda c: c.__name__)
+def test_setting_an_inert_argument_warns_at_construction_and_changes_nothing(op_class):
+    for name, value in INERT[op_class].items():
+        expected = FutureWarning if name == "tree_width" and op_class is ops.Categorify else UserWarning
+        with pytest.warns(expected, match=rf"{op_class.__name__}\({name}=.*no effect"):
+            op = op_class(**REQUIRED.get(op_class, {}), **{name: value})
+        assert op.get_params()[name] == value  # stored unchanged, as every parameter
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        op_class(**REQUIRED.get(op_class, {}))  # defaults: silent
+
+
+def test_inert_arguments_give_the_same_output():
+    frame = pd.DataFrame({"c": ["a", "b", "a", None], "x": [1.0, 2.0, 3.0, 4.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        odd = nvt.Workflow(["c"] >> ops.Categorify(**INERT[ops.Categorify])).fit_transform(frame)
+        grouped = nvt.Workflow(["c"] >> ops.JoinGroupby(cont_cols=["x"], stats=["mean"], **INERT[ops.JoinGroupby]))
+        odd_groups = grouped.fit_transform(frame)
+    pd.testing.assert_frame_equal(odd, nvt.Workflow(["c"] >> ops.Categorify()).fit_transform(frame))
+    plain = nvt.Workflow(["c"] >> ops.JoinGroupby(cont_cols=["x"], stats=["mean"])).fit_transform(frame)
+    pd.testing.assert_frame_equal(odd_groups, plain)

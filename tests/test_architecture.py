@@ -1,0 +1,163 @@
+"""The package's import graph: no cycles (imports inside functions count) and layers that only
+look down: schema -> backends -> ops / graph / workflow -> loader -> torch modules.
+
+The graph is read from the source with ``ast`` (every ``import`` statement, wherever it is),
+so a cycle closed by a deferred import is found as surely as a top-level one.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+import tabflow
+
+ROOT = os.path.dirname(os.path.abspath(tabflow.__file__))
+
+
+def _module_name(path: str) -> str:
+    relative = os.path.relpath(path, os.path.dirname(ROOT))[: -len(".py")].replace(os.sep, ".")
+    return relative[: -len(".__init__")] if relative.endswith(".__init__") else relative
+
+
+def _modules() -> dict[str, str]:
+    found = {}
+    for directory, _, files in os.walk(ROOT):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                found[_module_name(path)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The tabflow module an import refers to (the longest existing prefix)."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(module: str) -> set[str]:
+    tree = ast.parse(open(MODULES[module], encoding="utf-8").read())
+    package = module if MODULES[module].endswith("__init__.py") else module.rpartition(".")[0]
+    targets = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for name in names:
+            if name.startswith("tabflow"):
+                resolved = _resolve(name)
+                # A module inside a package is imported while that package initialises:
+                # naming the package (``from tabflow.ops import _vocab``) reaches a sibling,
+                # not the package's __init__.
+                if resolved and resolved != module and not module.startswith(resolved + "."):
+                    targets.add(resolved)
+                    # Importing a.b.c runs the __init__ of a and a.b first, unless the
+                    # importing module sits inside them (then they are already running).
+                    parts = resolved.split(".")
+                    for depth in range(1, len(parts)):
+                        parent = ".".join(parts[:depth])
+                        if parent in MODULES and not (module == parent or module.startswith(parent + ".")):
+                            targets.add(parent)
+    return targets
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, result = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in GRAPH[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                result.append(sorted(component))
+
+    for module in sorted(GRAPH):
+        if module not in index:
+            visit(module)
+    return result
+
+
+def test_no_import_cycles():
+    assert _cycles() == []
+
+
+# Layers, lowest first. A module may import its own layer and the layers below it.
+LAYERS = [
+    ("foundation", ["tabflow.exceptions", "tabflow._json"]),
+    ("schema", ["tabflow.schema"]),
+    ("backends", ["tabflow.backends"]),
+    ("graph", ["tabflow.selector", "tabflow.graph", "tabflow.ops", "tabflow.serialize"]),
+    ("data", ["tabflow.io", "tabflow.dataset", "tabflow.datasets"]),
+    ("workflow", ["tabflow.workflow", "tabflow.viz", "tabflow.testing", "tabflow.utils"]),
+    ("loader", ["tabflow.loader"]),
+    ("torch modules", ["tabflow.framework_utils"]),
+    ("applications", ["tabflow.demo", "tabflow.cli", "tabflow.__main__", "tabflow"]),
+]
+
+
+def _layer(module: str) -> int:
+    best, depth = None, -1
+    for level, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > depth:
+                best, depth = level, len(prefix)
+    assert best is not None, f"{module} belongs to no layer; add it to LAYERS"
+    return best
+
+
+def test_imports_only_look_down():
+    upward = sorted(
+        f"{module} ({LAYERS[_layer(module)][0]}) imports {target} ({LAYERS[_layer(target)][0]})"
+        for module, targets in GRAPH.items()
+        for target in targets
+        if _layer(target) > _layer(module)
+    )
+    assert upward == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _layer(m) < _layer("tabflow.loader")))
+def test_no_torch_below_the_loader(module):
+    tree = ast.parse(open(MODULES[module], encoding="utf-8").read())
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
+    }
+    assert "torch" not in imported

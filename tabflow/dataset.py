@@ -162,7 +162,7 @@ class Dataset:
                 known = given[name]
                 columns.append(known if str(known.dtype) == canonical else known.with_dtype(canonical))
             else:
-                columns.append(ColumnSchema(str(name), canonical))
+                columns.append(ColumnSchema(str(name), dtype=canonical))
         return Schema(columns)
 
     # ------------------------------------------------------------------ access

@@ -27,7 +27,7 @@ def test_facts(frame):
 
 
 def test_given_schema_keeps_tags_and_takes_data_dtypes(frame):
-    given = Schema([ColumnSchema("a", "float32", tags={Tags.CATEGORICAL}, properties={"cardinality": 100})])
+    given = Schema([ColumnSchema("a", dtype="float32", tags={Tags.CATEGORICAL}, properties={"cardinality": 100})])
     ds = nvt.Dataset(frame, schema=given)
     assert Tags.CATEGORICAL in ds.schema["a"].tags
     assert ds.schema["a"].properties == {"cardinality": 100}
@@ -37,7 +37,7 @@ def test_given_schema_keeps_tags_and_takes_data_dtypes(frame):
 
 def test_schema_json_next_to_files_is_read(tmp_path, frame):
     frame.to_parquet(tmp_path / "d.parquet", index=False)
-    Schema([ColumnSchema("s", "string", tags={Tags.CATEGORICAL})]).to_json(str(tmp_path / "schema.json"))
+    Schema([ColumnSchema("s", dtype="string", tags={Tags.CATEGORICAL})]).to_json(str(tmp_path / "schema.json"))
     ds = nvt.Dataset(str(tmp_path))
     assert Tags.CATEGORICAL in ds.schema["s"].tags
     assert ds.num_rows == 100  # schema.json is not mistaken for data

@@ -10,7 +10,7 @@ from tabflow.schema import ColumnSchema, Schema, Tags
 
 
 def test_column_schema_tags_and_properties():
-    c = ColumnSchema("C1", "int64", tags=["categorical", "custom"])
+    c = ColumnSchema("C1", dtype="int64", tags=["categorical", "custom"])
     assert Tags.CATEGORICAL in c.tags and "custom" in c.tags
     c2 = c.with_tags(Tags.ITEM_ID, [Tags.ITEM]).with_properties(cardinality=10).without_tags("custom")
     assert c2.tags == {Tags.CATEGORICAL, Tags.ITEM_ID, Tags.ITEM}
@@ -19,7 +19,7 @@ def test_column_schema_tags_and_properties():
 
 
 def test_list_dtype_sets_is_list():
-    c = ColumnSchema("tags", "list<int64>")
+    c = ColumnSchema("tags", dtype="list<int64>")
     assert c.is_list and c.element_dtype == "int64"
     scalar = c.with_dtype("int32")
     assert not scalar.is_list and scalar.element_dtype == "int32" and scalar.value_count is None
@@ -28,9 +28,9 @@ def test_list_dtype_sets_is_list():
 def test_schema_selection():
     s = Schema(
         [
-            ColumnSchema("a", "int64", tags={Tags.CATEGORICAL}),
-            ColumnSchema("b", "float32", tags={Tags.CONTINUOUS}),
-            ColumnSchema("y", "int8", tags={Tags.TARGET, Tags.BINARY_CLASSIFICATION}),
+            ColumnSchema("a", dtype="int64", tags={Tags.CATEGORICAL}),
+            ColumnSchema("b", dtype="float32", tags={Tags.CONTINUOUS}),
+            ColumnSchema("y", dtype="int8", tags={Tags.TARGET, Tags.BINARY_CLASSIFICATION}),
         ]
     )
     assert s.select_by_tag(Tags.CONTINUOUS, Tags.TARGET).column_names == ["b", "y"]
@@ -46,8 +46,8 @@ def test_schema_selection():
 def test_json_round_trip(tmp_path):
     s = Schema(
         [
-            ColumnSchema("a", "Int64", tags={Tags.CATEGORICAL}, properties={"cardinality": 7, "nested": {"k": [1, 2]}}),
-            ColumnSchema("l", "list<float32>", value_count={"min": 0, "max": 5}),
+            ColumnSchema("a", dtype="Int64", tags={Tags.CATEGORICAL}, properties={"cardinality": 7, "nested": {"k": [1, 2]}}),
+            ColumnSchema("l", dtype="list<float32>", value_count={"min": 0, "max": 5}),
             "plain",
         ]
     )
@@ -64,10 +64,10 @@ def test_json_round_trip(tmp_path):
 def _tagged_schema() -> Schema:
     return Schema(
         [
-            ColumnSchema("genres", "list<int64>", tags={Tags.CATEGORICAL, Tags.ITEM}),
-            ColumnSchema("g", "int64", tags={Tags.CATEGORICAL}),
-            ColumnSchema("x", "float32", tags={Tags.CONTINUOUS}),
-            ColumnSchema("y", "int8", tags={Tags.TARGET}),
+            ColumnSchema("genres", dtype="list<int64>", tags={Tags.CATEGORICAL, Tags.ITEM}),
+            ColumnSchema("g", dtype="int64", tags={Tags.CATEGORICAL}),
+            ColumnSchema("x", dtype="float32", tags={Tags.CONTINUOUS}),
+            ColumnSchema("y", dtype="int8", tags={Tags.TARGET}),
         ]
     )
 

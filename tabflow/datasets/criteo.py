@@ -284,9 +284,9 @@ def _write_text_file(path: str, start: int, stop: int, seed: int, scale: float, 
 def _write_schema(output_dir: str) -> None:
     from tabflow.schema import SCHEMA_FILENAME, ColumnSchema, Schema, Tags
 
-    columns = [ColumnSchema("label", "int64", tags={Tags.TARGET, Tags.BINARY_CLASSIFICATION})]
-    columns += [ColumnSchema(name, "Int64", tags={Tags.CONTINUOUS}) for name in CONTINUOUS_COLUMNS]
-    columns += [ColumnSchema(name, "string", tags={Tags.CATEGORICAL}) for name in CATEGORICAL_COLUMNS]
+    columns = [ColumnSchema("label", dtype="int64", tags={Tags.TARGET, Tags.BINARY_CLASSIFICATION})]
+    columns += [ColumnSchema(name, dtype="Int64", tags={Tags.CONTINUOUS}) for name in CONTINUOUS_COLUMNS]
+    columns += [ColumnSchema(name, dtype="string", tags={Tags.CATEGORICAL}) for name in CATEGORICAL_COLUMNS]
     Schema(columns).to_json(os.path.join(output_dir, SCHEMA_FILENAME))
 
 

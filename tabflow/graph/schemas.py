@@ -12,7 +12,7 @@ Examples
 >>> from tabflow.graph.schemas import compute_schemas
 >>> from tabflow.schema import ColumnSchema, Schema
 >>> node = ["x"] >> ops.LogOp()
->>> compute_schemas(node, Schema([ColumnSchema("x", "int64")]))[node.id].output_schema.dtypes
+>>> compute_schemas(node, Schema([ColumnSchema("x", dtype="int64")]))[node.id].output_schema.dtypes
 {'x': 'float32'}
 """
 

@@ -236,7 +236,7 @@ def embedding_config(
     --------
     >>> from tabflow.schema import ColumnSchema, Schema, Tags
     >>> from tabflow.loader.embeddings import embedding_config
-    >>> schema = Schema([ColumnSchema("c", "int64", tags={Tags.CATEGORICAL}, properties={"cardinality": 10})])
+    >>> schema = Schema([ColumnSchema("c", dtype="int64", tags={Tags.CATEGORICAL}, properties={"cardinality": 10})])
     >>> embedding_config(schema, dims=8)["slots_config"]
     {'c': {'dim': 8, 'cardinality': 10, 'embedding_summation': True, 'combiner': 'sum', 'multi_hot': False, 'table': 'c'}}
     """

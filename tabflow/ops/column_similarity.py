@@ -102,7 +102,7 @@ class ColumnSimilarity(Operator):
         return {f"{a}_{b}_sim": [a, b] for a, b in self._pairs(col_selector)}
 
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
-        return Schema([ColumnSchema(name, "float32", tags={Tags.CONTINUOUS}) for name in self.column_mapping(col_selector)])
+        return Schema([ColumnSchema(name, dtype="float32", tags={Tags.CONTINUOUS}) for name in self.column_mapping(col_selector)])
 
 
 def _weigh(matrix: Any, metric: str) -> Any:

@@ -80,4 +80,4 @@ class DifferenceLag(Operator):
         return {f"{n}_difference_lag_{s}": [n] for s in self._shifts() for n in col_selector.names}
 
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
-        return Schema([ColumnSchema(name, "float64", tags={Tags.CONTINUOUS}) for name in self.column_mapping(col_selector)])
+        return Schema([ColumnSchema(name, dtype="float64", tags={Tags.CONTINUOUS}) for name in self.column_mapping(col_selector)])

@@ -166,7 +166,7 @@ class Groupby(Operator):
             else:
                 source = input_schema[self._plan(col_selector)[name][0]]
                 tags = {*source.tags, Tags.LIST} if dtype.startswith("list<") else source.tags
-                columns.append(ColumnSchema(name, dtype, tags=tags, properties=source.properties))
+                columns.append(ColumnSchema(name, dtype=dtype, tags=tags, properties=source.properties))
         return Schema(columns)
 
 

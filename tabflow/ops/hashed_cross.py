@@ -108,7 +108,7 @@ class HashedCross(Operator):
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         cross = tuple(input_schema.column_names)  # the crossed columns, in order
         is_list = any(input_schema[name].is_list for name in cross)
-        column = ColumnSchema(col_name, "int64")
+        column = ColumnSchema(col_name, dtype="int64")
         return categorical_column(column, self._buckets(cross), is_list)
 
 

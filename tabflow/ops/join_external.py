@@ -136,7 +136,7 @@ class JoinExternal(Operator):
         columns = []
         for name in self._ext_columns(table):
             dtype = backend.canonical_dtype(table[name].dtype)
-            columns.append(ColumnSchema(str(name), nullable_dtype(dtype) if self.how == "left" else dtype))
+            columns.append(ColumnSchema(str(name), dtype=nullable_dtype(dtype) if self.how == "left" else dtype))
         return Schema(columns)
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:

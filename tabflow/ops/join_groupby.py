@@ -170,5 +170,5 @@ class JoinGroupby(StatOperator):
         for keys in gs.key_groups(col_selector):
             count_name = self._names(keys, conts)[("count", None)]
             for name in self._outputs(keys, conts):
-                columns.append(ColumnSchema(name, "int64" if name == count_name else "float64", tags={Tags.CONTINUOUS}))
+                columns.append(ColumnSchema(name, dtype="int64" if name == count_name else "float64", tags={Tags.CONTINUOUS}))
         return Schema(columns)

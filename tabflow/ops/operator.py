@@ -162,7 +162,7 @@ class Operator(metaclass=_OperatorMeta):
         ``column_mapping`` names for this column.)
         """
         sources = list(input_schema)
-        base = sources[0] if len(sources) == 1 else ColumnSchema(col_name, sources[0].dtype if sources else "float64")
+        base = sources[0] if len(sources) == 1 else ColumnSchema(col_name, dtype=sources[0].dtype if sources else "float64")
         column = base.with_name(col_name)
         if len(sources) > 1:
             column = column.with_tags(*[t for s in sources for t in s.tags])

@@ -208,7 +208,7 @@ class TargetEncoding(StatOperator):
 
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
         dtype = self.out_dtype or "float32"
-        columns = [ColumnSchema(name, dtype, tags={Tags.CONTINUOUS}) for name in self._names(col_selector).values()]
+        columns = [ColumnSchema(name, dtype=dtype, tags={Tags.CONTINUOUS}) for name in self._names(col_selector).values()]
         if not self.drop_folds:
-            columns.append(ColumnSchema(FOLD, "int64"))
+            columns.append(ColumnSchema(FOLD, dtype="int64"))
         return Schema(columns)

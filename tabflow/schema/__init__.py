@@ -7,7 +7,7 @@ they read the directory) and the loader reads it to find column roles and cardin
 Examples
 --------
 >>> from tabflow.schema import ColumnSchema, Schema, Tags
->>> s = Schema([ColumnSchema("C1", "int64", tags={Tags.CATEGORICAL})])
+>>> s = Schema([ColumnSchema("C1", dtype="int64", tags={Tags.CATEGORICAL})])
 >>> s.select_by_tag(Tags.CATEGORICAL).column_names
 ['C1']
 """
@@ -69,7 +69,7 @@ class ColumnSchema:
     Examples
     --------
     >>> from tabflow.schema import ColumnSchema, Tags
-    >>> c = ColumnSchema("C1", "int64").with_tags(Tags.CATEGORICAL)
+    >>> c = ColumnSchema("C1", dtype="int64").with_tags(Tags.CATEGORICAL)
     >>> sorted(str(t) for t in c.tags)
     ['categorical']
     """
@@ -139,7 +139,7 @@ class Schema:
     Examples
     --------
     >>> from tabflow.schema import ColumnSchema, Schema
-    >>> s = Schema([ColumnSchema("a", "int64"), ColumnSchema("b", "float32")])
+    >>> s = Schema([ColumnSchema("a", dtype="int64"), ColumnSchema("b", dtype="float32")])
     >>> s["b"].dtype, len(s)
     ('float32', 2)
     """
@@ -239,7 +239,7 @@ class Schema:
         Examples
         --------
         >>> from tabflow.schema import ColumnSchema, Schema, Tags
-        >>> s = Schema([ColumnSchema("c", "int64", tags=[Tags.CATEGORICAL]), ColumnSchema("x", "float32")])
+        >>> s = Schema([ColumnSchema("c", dtype="int64", tags=[Tags.CATEGORICAL]), ColumnSchema("x", dtype="float32")])
         >>> s.select_by_tag([Tags.CATEGORICAL, Tags.CONTINUOUS]).column_names
         ['c']
         >>> s.excluding_by_tag(Tags.CATEGORICAL).column_names

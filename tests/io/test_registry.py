@@ -53,7 +53,7 @@ def test_a_registered_suffix_selects_the_format(jsonl_dir):
 
 
 def test_a_registered_format_gets_the_schema_and_preserved_files(jsonl_dir, tmp_path_factory):
-    Schema([ColumnSchema("a", "int64", tags={Tags.CATEGORICAL})]).to_json(str(jsonl_dir / "schema.json"))
+    Schema([ColumnSchema("a", dtype="int64", tags={Tags.CATEGORICAL})]).to_json(str(jsonl_dir / "schema.json"))
     ds = nvt.Dataset(str(jsonl_dir), engine="jsonl", cpu=True)
     assert Tags.CATEGORICAL in ds.schema["a"].tags
     out = tmp_path_factory.mktemp("out") / "parquet"

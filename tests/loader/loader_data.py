@@ -54,4 +54,4 @@ def write_dataset(directory: str, frame: pd.DataFrame, files=FILES, schema: Sche
 
 def tagged_schema(frame: pd.DataFrame) -> Schema:
     tags = {**{c: Tags.CATEGORICAL for c in CATS}, **{c: Tags.CONTINUOUS for c in CONTS}, LABEL: Tags.TARGET}
-    return Schema([ColumnSchema(name, "float64", tags={tags[name]} if name in tags else ()) for name in frame.columns])
+    return Schema([ColumnSchema(name, dtype="float64", tags={tags[name]} if name in tags else ()) for name in frame.columns])

@@ -219,7 +219,7 @@ def test_yaml_round_trip(fitted, tmp_path):
 
 
 def test_config_without_cardinality_is_rejected():
-    schema = Schema([ColumnSchema("c", "int64", tags={Tags.CATEGORICAL})])
+    schema = Schema([ColumnSchema("c", dtype="int64", tags={Tags.CATEGORICAL})])
     with pytest.raises(ValueError, match="nothing to embed"):
         embedding_config(schema)
     with pytest.raises(ValueError, match="cardinality"):

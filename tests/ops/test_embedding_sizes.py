@@ -65,10 +65,10 @@ def test_saved_and_loaded_workflow_gives_same_sizes(frame, tmp_path):
 
 def test_schema_source_and_columns_without_cardinality():
     schema = Schema([
-        ColumnSchema("a", "int64", tags={Tags.CATEGORICAL}, properties={"cardinality": 10_000}),
-        ColumnSchema("b", "int64", tags={Tags.CATEGORICAL}),
-        ColumnSchema("c", "float32", tags={Tags.CONTINUOUS}, properties={"cardinality": 3}),
-        ColumnSchema("d", "int64", tags={Tags.CATEGORICAL}, properties={"embedding_sizes": {"cardinality": 7, "dimension": 4}}),
+        ColumnSchema("a", dtype="int64", tags={Tags.CATEGORICAL}, properties={"cardinality": 10_000}),
+        ColumnSchema("b", dtype="int64", tags={Tags.CATEGORICAL}),
+        ColumnSchema("c", dtype="float32", tags={Tags.CONTINUOUS}, properties={"cardinality": 3}),
+        ColumnSchema("d", dtype="int64", tags={Tags.CATEGORICAL}, properties={"embedding_sizes": {"cardinality": 7, "dimension": 4}}),
     ])
     assert ops.get_embedding_sizes(schema) == {"a": (10_000, _rule(10_000)), "d": (7, 4)}
 

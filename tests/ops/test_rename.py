@@ -41,7 +41,7 @@ def test_precedence_f_then_postfix_then_name(frame):
 
 
 def test_schema_is_carried_over(frame):
-    schema = Schema([ColumnSchema("a", "float64", tags={Tags.CONTINUOUS}, properties={"unit": "s"})])
+    schema = Schema([ColumnSchema("a", dtype="float64", tags={Tags.CONTINUOUS}, properties={"unit": "s"})])
     ds = dataset_with_empty_partitions(frame)
     ds = nvt.Dataset(ds.to_ddf(), schema=schema)
     wf = nvt.Workflow(["a"] >> ops.Rename(postfix="_sec"))

@@ -321,8 +321,7 @@ MULTIHOT = [
 
     import tabflow as nvt
     from tabflow import ops
-    from tabflow.loader.embeddings import EmbeddingTables, sparse_and_dense_parameters
-    from tabflow.loader.models import DLRM
+    from tabflow.framework_utils.torch import DLRM, EmbeddingTables, sparse_and_dense_parameters
     from tabflow.loader.torch import Loader
 
     torch.manual_seed(0)
@@ -607,8 +606,7 @@ SERVING = [
     import tabflow as nvt
     from tabflow import ops
     from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS, LABEL_COLUMNS, generate_criteo
-    from tabflow.loader.embeddings import sparse_and_dense_parameters
-    from tabflow.loader.models import DLRM
+    from tabflow.framework_utils.torch import DLRM, sparse_and_dense_parameters
     from tabflow.loader.torch import Loader
 
     torch.manual_seed(0)

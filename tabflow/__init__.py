@@ -16,11 +16,12 @@ Examples
 
 from __future__ import annotations
 
-from tabflow import datasets, io, ops, schema, serialize
+from tabflow import datasets, dispatch, graph, io, ops, schema, serialize, utils
 from tabflow.dataset import Dataset
 from tabflow.schema import ColumnSchema, Schema
 from tabflow.selector import ColumnGroup, ColumnSelector, Node
 from tabflow.serialize import register_function
+from tabflow.utils import Distributed, Serial
 from tabflow.workflow import DuplicateColumnWarning, Workflow
 
 __version__ = "0.1.0"
@@ -39,10 +40,15 @@ __all__ = [
     "Schema",
     "ColumnSchema",
     "register_function",
+    "Distributed",
+    "Serial",
+    "utils",
     "ops",
+    "graph",
     "io",
     "schema",
     "serialize",
     "datasets",
+    "dispatch",
     "__version__",
 ]

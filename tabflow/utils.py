@@ -1,4 +1,5 @@
-"""Memory-size helpers with the names of ``nvtabular.utils``.
+"""``nvtabular.utils`` names: memory-size helpers, and the cluster context managers
+(:class:`Distributed`, :class:`Serial`, whose home is :mod:`tabflow.io.cluster`).
 
 NVTabular notebooks size Dask workers, RMM pools and dataset partitions from the memory of
 the device they run on, e.g. ``part_size = int(0.1 * device_mem_size(kind="total"))``.
@@ -21,7 +22,17 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["device_mem_size", "get_rmm_size", "pynvml_mem_size"]
+from tabflow.io.cluster import Distributed, Serial, global_dask_client, set_dask_client
+
+__all__ = [
+    "device_mem_size",
+    "get_rmm_size",
+    "pynvml_mem_size",
+    "Distributed",
+    "Serial",
+    "global_dask_client",
+    "set_dask_client",
+]
 
 MEMORY_KINDS = ("total", "free")
 #: RMM pool sizes must be a multiple of its 256-byte allocation alignment.

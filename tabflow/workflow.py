@@ -32,12 +32,13 @@ from tabflow.backends import backend_for, get_backend
 from tabflow.dataset import Dataset
 from tabflow.graph.columns import DuplicateColumnWarning
 from tabflow.graph.executor import GraphRunner, fit_partials, map_graph, map_node_inputs
-from tabflow.graph.node import Node, as_node
-from tabflow.graph.schemas import assign_schemas, compute_schemas
+from tabflow.graph.graph import Graph
+from tabflow.graph.node import Node
 from tabflow.graph.steps import Select
 from tabflow.io.atomic import check_target, discard, publish, temporary_directory
 from tabflow.ops.operator import NotFittedError, Operator, StatOperator
 from tabflow.schema import Schema
+from tabflow.schema.dtypes import is_unknown
 from tabflow.serialize.workflow_file import read_graph, write_graph
 
 __all__ = ["Workflow", "DuplicateColumnWarning"]
@@ -67,16 +68,37 @@ class Workflow:
     """
 
     def __init__(self, output_node: Any, client: Any = None) -> None:
-        self.output_node = as_node(output_node)
+        self.graph = Graph(output_node)
         self.client = client
-        self.input_schema: Schema | None = None
-        self.output_schema: Schema | None = None
+        # Nodes already resolved (a part of a fitted workflow) keep their schemas, as in
+        # NVTabular: such a workflow transforms without another fit.
+        self.input_schema: Schema | None = self.graph.input_schema
+        self.output_schema: Schema | None = self.graph.output_schema
 
     # ----------------------------------------------------------------- graph
     @property
+    def output_node(self) -> Node:
+        """The graph's output node."""
+        return self.graph.output_node
+
+    @property
     def nodes(self) -> list[Node]:
         """Every node in topological order, the output node last."""
-        return [*self.output_node.ancestors(), self.output_node]
+        return self.graph.nodes
+
+    @property
+    def subworkflows(self) -> list[str]:
+        """Names of the graph's subgraphs (:class:`tabflow.graph.Subgraph`)."""
+        return list(self.graph.subgraphs)
+
+    def get_subworkflow(self, subgraph_name: str) -> "Workflow":
+        """The subgraph ``subgraph_name`` as a workflow of its own, sharing this one's fitted
+        ops (ValueError naming the known subgraphs otherwise).
+
+        A subgraph fed by a node (``node >> Subgraph(...)``) keeps the nodes that feed it:
+        its workflow reads the data's columns, as the whole workflow does.
+        """
+        return Workflow(self.graph.subgraph(subgraph_name).output_node, client=self.client)
 
     @property
     def ops(self) -> list[Operator]:
@@ -84,7 +106,7 @@ class Workflow:
 
     @property
     def input_dtypes(self) -> dict[str, str]:
-        """``{column: dtype}`` of the columns the workflow reads, as fitted.
+        """``{column: dtype}`` of the columns the workflow reads, as fitted (empty before).
 
         Examples
         --------
@@ -93,25 +115,50 @@ class Workflow:
         >>> from tabflow import ops
         >>> wf = nvt.Workflow(["x"] >> ops.Normalize()).fit(pd.DataFrame({"x": [1, 2], "y": [0.5, 1.0]}))
         >>> wf.input_dtypes, wf.output_dtypes
-        ({'x': 'int64'}, {'x': 'float32'})
+        ({'x': 'int64'}, {'x': 'float64'})
         """
-        self._require_schema()
-        return self.input_schema.dtypes
+        return self.input_schema.dtypes if self.input_schema is not None else {}
 
     @property
     def output_dtypes(self) -> dict[str, str]:
-        """``{column: dtype}`` of the columns the workflow produces."""
-        self._require_schema()
-        return self.output_schema.dtypes
+        """``{column: dtype}`` of the columns the workflow produces (empty before fitting)."""
+        return self.output_schema.dtypes if self.output_schema is not None else {}
 
     def fit_schema(self, input_schema: Schema) -> "Workflow":
         """Resolve every node's input and output schema from the dataset's schema."""
-        nodes = self.nodes
-        assign_schemas(nodes, compute_schemas(self.output_node, input_schema))
+        nodes = self.graph.construct_schema(input_schema).nodes
         read = {name for node in nodes if isinstance(node.step, Select) for name in node.input_selector.names}
         self.input_schema = Schema([input_schema[name] for name in input_schema.column_names if name in read])
         self.output_schema = self.output_node.output_schema
         return self
+
+    def remove_inputs(self, input_cols: Iterable[str]) -> "Workflow":
+        """Stop reading ``input_cols``, and drop every output computed from them.
+
+        For serving a fitted workflow without the columns only training has, such as the
+        label. The fitted statistics stay; a column group or cross involving a removed
+        column goes as a whole. Fitting again reads the removed columns again.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import tabflow as nvt
+        >>> from tabflow import ops
+        >>> df = pd.DataFrame({"x": [1.0, 3.0], "label": [0, 1]})
+        >>> wf = nvt.Workflow((["x"] >> ops.Normalize()) + ["label"]).fit(df)
+        >>> wf.remove_inputs(["label"]).transform(pd.DataFrame({"x": [2.0]})).columns.tolist()
+        ['x']
+        """
+        self._require_schema()
+        names = [input_cols] if isinstance(input_cols, str) else list(input_cols)
+        self.graph.remove_inputs(names)
+        self.input_schema = self.input_schema.without(names)
+        self.output_schema = self.output_node.output_schema
+        return self
+
+    def clear_stats(self) -> None:
+        """Forget the fitted statistics of every statistics op (as NVTabular's ``clear_stats``)."""
+        self.graph.clear_stats()
 
     def _require_schema(self) -> None:
         if self.output_schema is None:
@@ -195,7 +242,9 @@ class Workflow:
         >>> nvt.Workflow(["x"] >> ops.LogOp()).transform(pd.DataFrame({"x": [0.0]}))["x"].tolist()
         [0.0]
         """
-        if self.output_schema is None and not any(isinstance(n.op, StatOperator) for n in self.nodes):
+        # A schema given to fit_schema by hand may leave dtypes unknown; the data has them.
+        unresolved = self.output_schema is None or any(is_unknown(dtype) for dtype in self.input_dtypes.values())
+        if unresolved and not any(isinstance(n.op, StatOperator) for n in self.nodes):
             self.fit_schema((data if isinstance(data, Dataset) else Dataset(data)).schema)
         self._require_fitted()
         if isinstance(data, Dataset):
@@ -242,7 +291,7 @@ class Workflow:
             )
 
     # --------------------------------------------------------------- save/load
-    def save(self, path: str, overwrite: bool = False) -> None:
+    def save(self, path: str, overwrite: bool = False, modules_byvalue: Any = None) -> None:
         """Save as ``path/workflow.json`` plus parquet files for fitted tables (no pickle).
 
         The directory is written under a temporary name and published at the end, so a
@@ -254,6 +303,8 @@ class Workflow:
         Functions given to ops are saved by their registered name
         (:func:`tabflow.register_function`) or, otherwise, as their source code with the
         plain values they use; :meth:`load` runs such code only with ``trust_code=True``.
+        NVTabular's ``modules_byvalue`` (which modules cloudpickle embedded) is accepted and
+        changes nothing: no module is ever saved.
 
         Examples
         --------

@@ -119,12 +119,12 @@ def test_no_import_cycles():
 
 # Layers, lowest first. A module may import its own layer and the layers below it.
 LAYERS = [
-    ("foundation", ["tabflow.exceptions", "tabflow._json"]),
+    ("foundation", ["tabflow.exceptions", "tabflow._json", "tabflow._files"]),
     ("schema", ["tabflow.schema"]),
-    ("backends", ["tabflow.backends"]),
+    ("backends", ["tabflow.backends", "tabflow.dispatch"]),
     ("graph", ["tabflow.selector", "tabflow.graph", "tabflow.ops", "tabflow.serialize"]),
     ("data", ["tabflow.io", "tabflow.dataset", "tabflow.datasets"]),
-    ("workflow", ["tabflow.workflow", "tabflow.viz", "tabflow.testing", "tabflow.utils"]),
+    ("workflow", ["tabflow.workflow", "tabflow.viz", "tabflow.testing", "tabflow.utils", "tabflow.tools"]),
     ("loader", ["tabflow.loader"]),
     ("torch modules", ["tabflow.framework_utils"]),
     ("applications", ["tabflow.demo", "tabflow.cli", "tabflow.__main__", "tabflow"]),

@@ -116,3 +116,48 @@ def test_local_cuda_cluster_matches_the_local_gpu_run(data_dir, tmp_path):
     cpu = _run(data_dir, tmp_path / "cpu")
     for (lm, ls), (cm, cs) in zip(left_stats, cpu[0]):
         assert lm == pytest.approx(cm, rel=1e-9) and ls == pytest.approx(cs, rel=1e-9)
+
+
+# ------------------------------------------------------------ Distributed / Serial blocks
+def test_distributed_block_runs_the_work_on_the_given_client_and_serial_does_not(cluster, data_dir, tmp_path):
+    from tabflow.io.cluster import active_client
+
+    reference = _run(data_dir, tmp_path / "local")
+    with distributed.Client(cluster, set_as_default=False) as client:
+        assert active_client() is None  # a client that is not the default is used only when asked
+        with nvt.Distributed(client=client) as block:
+            assert block.client is client and active_client() is client
+            with distributed.get_task_stream(client=client) as tasks:
+                on_cluster = _run(data_dir, tmp_path / "cluster")
+            assert len(tasks.data) > 0
+            with nvt.Serial(), distributed.get_task_stream(client=client) as tasks:
+                assert active_client() is None
+                serial = _run(data_dir, tmp_path / "serial")
+            assert tasks.data == []
+            assert active_client() is client  # Serial restored the block's client
+        assert active_client() is None  # and the block restored the local scheduler
+        assert client.status == "running"  # a given client is not closed by the block
+    _same(reference, on_cluster)
+    _same(reference, serial)
+
+
+def test_distributed_starts_and_closes_a_local_cluster_without_a_client(data_dir, tmp_path):
+    from tabflow.io.cluster import active_client
+
+    block = nvt.Distributed(cluster_type="cpu", n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+    try:
+        assert active_client() is block.client
+        assert isinstance(block.cluster, distributed.LocalCluster)
+        assert block.dashboard_link
+        result = _run(data_dir, tmp_path / "out")
+    finally:
+        block.deactivate()
+    assert block.client.status == "closed" and active_client() is None
+    _same(_run(data_dir, tmp_path / "local"), result)
+    with pytest.raises(ValueError, match="cluster_type must be"):
+        nvt.Distributed(cluster_type="tpu", force_new=True)
+    try:
+        import dask_cuda  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="dask-cuda"):
+            nvt.Distributed(cluster_type="cuda", force_new=True)

@@ -13,7 +13,8 @@ def test_column_schema_tags_and_properties():
     c = ColumnSchema("C1", dtype="int64", tags=["categorical", "custom"])
     assert Tags.CATEGORICAL in c.tags and "custom" in c.tags
     c2 = c.with_tags(Tags.ITEM_ID, [Tags.ITEM]).with_properties(cardinality=10).without_tags("custom")
-    assert c2.tags == {Tags.CATEGORICAL, Tags.ITEM_ID, Tags.ITEM}
+    # ITEM_ID is stored as its parts, ITEM and ID (merlin's TagSet).
+    assert c2.tags == {Tags.CATEGORICAL, Tags.ID, Tags.ITEM}
     assert c2.properties == {"cardinality": 10} and c.properties == {}
     assert c2.with_name("C2").name == "C2"
 
@@ -57,7 +58,7 @@ def test_json_round_trip(tmp_path):
     back = Schema.from_json(path)
     assert back == s
     assert back["l"].value_count == {"min": 0, "max": 5}
-    assert back["plain"].dtype == "float64"
+    assert back["plain"].dtype == "unknown"
     assert repr(back).startswith("Schema([a:Int64")
 
 
@@ -101,3 +102,52 @@ def test_tag_selection_takes_lists_and_a_predicate():
     assert s.excluding_by_tag(Tags.CATEGORICAL).column_names == ["x", "y"]
     assert s.remove_by_tag([Tags.CATEGORICAL, Tags.TARGET]).column_names == ["x"]
     assert s.select_by_tag().column_names == []
+
+
+def test_schemas_pickle_and_copy():
+    # Dask sends schemas (inside ops and graphs) to workers by pickling them.
+    import copy
+    import pickle
+
+    from tabflow.schema import Domain, TagSet
+
+    c = ColumnSchema("a", ["user_id", "categorical"], {"p": 1}, "int64", dims=(None, (1, 3)))
+    loaded = ColumnSchema.from_dict({"name": "x", "tags": ["categorical", "continuous"], "dtype": "int64"})
+    for column in (c, loaded):
+        for clone in (pickle.loads(pickle.dumps(column)), copy.deepcopy(column)):
+            assert clone == column and type(clone.tags) is TagSet
+    assert isinstance(pickle.loads(pickle.dumps(c)).value_count, Domain)
+
+
+def test_canonical_dtype_names():
+    import numpy as np
+    import pyarrow as pa
+
+    from tabflow.schema import dtypes
+
+    assert dtypes.canonical_dtype(pa.list_(pa.int32())) == "list<int32>"
+    assert dtypes.canonical_dtype(np.dtype("U")) == "string"
+    assert dtypes.canonical_dtype("datetime64[ns, UTC]") == "datetime64[ns, UTC]"  # kept for the engine
+    assert dtypes.canonical_dtype("unknown") == dtypes.UNKNOWN and dtypes.is_unknown("list<unknown>")
+    with pytest.raises(TypeError):
+        dtypes.canonical_dtype([Tags.CATEGORICAL])
+
+
+def test_a_multi_source_output_takes_tags_source_by_source():
+    import pandas as pd
+
+    import tabflow as nvt
+    from tabflow import ops
+
+    class Sum(ops.Operator):
+        def transform(self, col_selector, df):
+            return pd.DataFrame({"ab": df[col_selector.names].sum(axis=1)})
+
+        def column_mapping(self, col_selector):
+            return {"ab": list(col_selector.names)}
+
+    ds = nvt.Dataset(pd.DataFrame({"a": [1, 2], "b": [1.0, 2.0]}))
+    ds.schema["a"] = ds.schema["a"].with_tags([Tags.CATEGORICAL, Tags.USER])
+    ds.schema["b"] = ds.schema["b"].with_tags(Tags.CONTINUOUS)
+    wf = nvt.Workflow(["a", "b"] >> Sum()).fit(ds)
+    assert wf.output_schema["ab"].tags == {Tags.USER, Tags.CONTINUOUS}

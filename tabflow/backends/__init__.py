@@ -24,7 +24,9 @@ from typing import Any
 
 from tabflow.backends.protocol import SAMPLE_VARIANTS, Backend
 
-__all__ = ["Backend", "SAMPLE_VARIANTS", "backend_for", "get_backend", "default_engine", "gpu_available"]
+__all__ = [
+    "Backend", "SAMPLE_VARIANTS", "backend_for", "collection_engine", "get_backend", "default_engine", "gpu_available",
+]
 
 _ENGINE_MODULES = {
     "pandas": "tabflow.backends.pandas_backend",
@@ -81,6 +83,22 @@ def backend_for(obj: Any) -> Backend:
             "pass a pandas or cuDF DataFrame/Series"
         )
     return get_backend(engine)
+
+
+def collection_engine(collection: Any) -> str:
+    """The engine (``"pandas"`` or ``"cudf"``) of a dask collection's partitions.
+
+    dask picks a collection's class from its partitions' type, and dask_cudf registers its
+    own classes, so the public class tells the engine without computing anything.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> from tabflow.backends import collection_engine
+    >>> collection_engine(dd.from_pandas(pd.DataFrame({"a": [1]}), npartitions=1))
+    'pandas'
+    """
+    return "cudf" if type(collection).__module__.startswith("dask_cudf") else "pandas"
 
 
 @lru_cache(maxsize=None)

@@ -63,24 +63,12 @@ class CudfBackend:
         return type(obj).__module__.startswith("cudf") and isinstance(obj, _cudf().Series)
 
     def canonical_dtype(self, dtype: Any) -> str:
-        """Engine-neutral name of a dtype (``"int64"``, ``"string"``, ``"list<int64>"``)."""
-        cudf = _cudf()
-        if isinstance(dtype, str):
-            if dtype_names.is_string(dtype):
-                return dtype_names.STRING
-            if dtype_names.is_list(dtype):
-                return dtype_names.list_dtype(self.canonical_dtype(dtype_names.element_dtype(dtype)))
-            # Every cuDF column can hold nulls: a masked name means its plain dtype here.
-            return str(np.dtype(dtype_names.unmasked_dtype(dtype)))
-        if isinstance(dtype, type):
-            return "string" if dtype is str else str(np.dtype(dtype))
-        if isinstance(dtype, cudf.ListDtype):
-            return dtype_names.list_dtype(self.canonical_dtype(dtype.element_type))
-        if isinstance(dtype, cudf.CategoricalDtype):
-            return "string"
-        if _is_pandas_string(dtype) or dtype == np.dtype("O"):
-            return "string"
-        return str(np.dtype(dtype_names.unmasked_dtype(str(dtype))))
+        """Engine-neutral name of a dtype (``"int64"``, ``"string"``, ``"list<int64>"``):
+        :func:`tabflow.schema.dtypes.canonical_dtype`, where a categorical holds strings and,
+        as every cuDF column can hold nulls, a masked name means its plain dtype."""
+        if isinstance(dtype, _cudf().CategoricalDtype) or (isinstance(dtype, str) and dtype == "category"):
+            return dtype_names.STRING
+        return dtype_names.unmasked_dtype(dtype_names.canonical_dtype(dtype))
 
     def engine_dtype(self, canonical: str) -> Any:
         """Concrete cuDF dtype for a canonical dtype name."""
@@ -233,7 +221,7 @@ class CudfBackend:
         lengths = series.list.len().fillna(0).astype("int64").values
         offsets = cupy.zeros(len(series) + 1, dtype=cupy.int64)
         cupy.cumsum(lengths, out=offsets[1:])
-        leaves = series.list.leaves
+        leaves = _list_items(series)
         if leaves.null_count:
             # Nulls inside lists: NaN for floats, as the pandas engine gives.
             return leaves.astype("float64").to_cupy(na_value=np.nan), offsets
@@ -243,7 +231,7 @@ class CudfBackend:
 
     def list_values_series(self, series: Any) -> Any:
         """Flattened values of a list column as a series (nulls inside lists kept)."""
-        leaves = series.list.leaves.reset_index(drop=True)
+        leaves = _list_items(series).reset_index(drop=True)
         leaves.name = series.name
         return leaves
 
@@ -376,6 +364,16 @@ class CudfBackend:
         to_np = lambda a: cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else np.asarray(a)  # noqa: E731
         return cupy.asarray(_PANDAS.sparse_rowwise_dot(left, to_np(left_rows), right, to_np(right_rows)))
 
+    def coo_matrix(self, data: Any, row: Any, col: Any, shape: tuple[int, int] | None = None) -> Any:
+        """A ``cupyx.scipy.sparse.coo_matrix`` in GPU memory with ``data[i]`` at ``(row[i], col[i])``."""
+        cupy = _cupy()
+        sparse = importlib.import_module("cupyx.scipy.sparse")
+        return sparse.coo_matrix((cupy.asarray(data), (cupy.asarray(row), cupy.asarray(col))), shape=shape)
+
+    def global_random_state(self) -> Any:
+        """CuPy's global ``RandomState``: the one ``cupy.random.seed`` seeds."""
+        return _cupy().random.get_random_state()
+
     def read_table(self, path: str, kind: str | None = None, **kwargs: Any) -> Any:
         """A whole parquet file/directory or CSV file as one frame (small side tables)."""
         cudf = _cudf()
@@ -488,10 +486,20 @@ def _is_number_dtype(dtype: Any) -> bool:
     return isinstance(dtype, np.dtype) and dtype.kind in "iuf"
 
 
-def _is_pandas_string(dtype: Any) -> bool:
-    import pandas as pd
-
-    return isinstance(dtype, pd.StringDtype)
+def _list_items(series: Any) -> Any:
+    """The items of a list column, one level down (a list of lists gives lists), as the
+    offsets count them. ``list.leaves`` goes to the innermost values, so nested lists are
+    taken apart by Arrow on the host (they are rare; flat lists stay on the GPU)."""
+    if not isinstance(series.dtype.element_type, _cudf().ListDtype):
+        return series.list.leaves
+    array = series.to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    offsets = np.asarray(array.offsets, dtype=np.int64)
+    items = array.values.slice(offsets[0], offsets[-1] - offsets[0])
+    if array.null_count:  # a null list may still own a range of items: drop it
+        items = items.filter(pa.array(np.repeat(~np.asarray(array.is_null()), np.diff(offsets))))
+    return _cudf().Series.from_arrow(items)
 
 
 def _raise_on_nulls(series: Any) -> None:

@@ -53,19 +53,14 @@ class PandasBackend:
         return isinstance(obj, pd.Series)
 
     def canonical_dtype(self, dtype: Any) -> str:
-        """Engine-neutral name of a dtype: numpy names, ``"string"``, ``"list<...>"``."""
-        if isinstance(dtype, str):
-            return self.canonical_dtype(self.engine_dtype(dtype)) if not dtype_names.is_string(dtype) else dtype_names.STRING
-        if isinstance(dtype, type):
-            # Python types (``str``, ``int``, ``float``) as users pass them in ``dtypes=``.
-            return "string" if dtype is str else self.canonical_dtype(pd.api.types.pandas_dtype(dtype))
-        if isinstance(dtype, pd.ArrowDtype):
-            return dtype_names.arrow_dtype_name(dtype.pyarrow_dtype)
-        if isinstance(dtype, pd.StringDtype) or dtype == object:
-            return "string"
-        if isinstance(dtype, pd.CategoricalDtype):
-            return "string"
-        return str(dtype)
+        """Engine-neutral name of a dtype: numpy names, ``"string"``, ``"list<...>"``.
+
+        :func:`tabflow.schema.dtypes.canonical_dtype`, plus what only pandas has: a
+        categorical column (as parquet dictionary columns may read) holds strings here.
+        """
+        if isinstance(dtype, pd.CategoricalDtype) or (isinstance(dtype, str) and dtype == "category"):
+            return dtype_names.STRING
+        return dtype_names.canonical_dtype(dtype)
 
     def engine_dtype(self, canonical: str) -> Any:
         """Concrete pandas dtype for a canonical dtype name."""
@@ -423,6 +418,33 @@ class PandasBackend:
         a = sp.csr_matrix(left)[np.asarray(left_rows)]
         b = sp.csr_matrix(right)[np.asarray(right_rows)]
         return np.asarray(a.multiply(b).sum(axis=1), dtype=np.float64).ravel()
+
+    def coo_matrix(self, data: Any, row: Any, col: Any, shape: tuple[int, int] | None = None) -> Any:
+        """A ``scipy.sparse.coo_matrix`` with ``data[i]`` at ``(row[i], col[i])``.
+
+        Examples
+        --------
+        >>> from tabflow.backends import get_backend
+        >>> get_backend("pandas").coo_matrix([1.0, 2.0], [0, 1], [1, 0]).toarray().tolist()
+        [[0.0, 1.0], [2.0, 0.0]]
+        """
+        import scipy.sparse as sp
+
+        return sp.coo_matrix((np.asarray(data), (np.asarray(row), np.asarray(col))), shape=shape)
+
+    def global_random_state(self) -> np.random.RandomState:
+        """numpy's global ``RandomState``: the one ``numpy.random.seed`` seeds and ``numpy.random`` draws from.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from tabflow.backends import get_backend
+        >>> _ = np.random.seed(3); first = get_backend("pandas").global_random_state().randint(100)
+        >>> _ = np.random.seed(3); bool(first == np.random.randint(100))
+        True
+        """
+        # numpy names its legacy global generator only here (scikit-learn reads it the same way).
+        return np.random.mtrand._rand
 
     def read_table(self, path: str, kind: str | None = None, **kwargs: Any) -> pd.DataFrame:
         """A whole parquet file/directory or CSV file as one frame (small side tables)."""

@@ -120,10 +120,12 @@ class Backend(Protocol):
 
     # ------------------------------------------------------------- list columns
     def list_values_offsets(self, series: Series) -> tuple[Array, Array]:
-        """Flat values and int64 offsets (``len(series) + 1``) of a list column; null lists are empty."""
+        """Items and int64 offsets (``len(series) + 1``) of a list column; null lists are empty.
+
+        Items are one level down: the items of a list of lists are lists."""
 
     def list_values_series(self, series: Series) -> Series:
-        """Flat values of a list column as a series (nulls inside lists kept)."""
+        """Items of a list column, one level down, as a series (nulls inside lists kept)."""
 
     def list_lengths(self, series: Series) -> Array:
         """int64 length of each list (0 for a null list)."""
@@ -172,6 +174,12 @@ class Backend(Protocol):
 
     def sparse_rowwise_dot(self, left: Any, left_rows: Any, right: Any, right_rows: Any) -> Array:
         """``left[left_rows[i]] . right[right_rows[i]]`` for CSR matrices, as float64."""
+
+    def coo_matrix(self, data: Any, row: Any, col: Any, shape: tuple[int, int] | None = None) -> Any:
+        """A COO sparse matrix of the engine (SciPy or CuPy) with ``data[i]`` at ``(row[i], col[i])``."""
+
+    def global_random_state(self) -> Any:
+        """The global ``RandomState`` of :attr:`xp` (the one ``xp.random.seed`` seeds)."""
 
     def hash_values(self, series: Series) -> Array:
         """Stable uint64 xxHash64 of each value (:mod:`tabflow.backends._hashing`)."""

@@ -6,6 +6,7 @@ pure schema pass and the executor.
 - :mod:`~tabflow.graph.steps`: select, apply an op, concatenate, drop;
 - :mod:`~tabflow.graph.schemas`: every node's schema from the data's, as a pure function;
 - :mod:`~tabflow.graph.executor`: one function per partition, for dask and in-memory frames;
+- :mod:`~tabflow.graph.graph`: :class:`Graph`, a whole graph (leaves, schemas, subgraphs);
 - :mod:`~tabflow.graph.picture`: drawings of the graph (``node.graph``).
 
 Examples
@@ -18,14 +19,25 @@ Examples
 from __future__ import annotations
 
 from tabflow.graph.columns import DuplicateColumnWarning
-from tabflow.graph.node import Node, as_node, register_function_op
+from tabflow.graph.graph import (
+    Graph,
+    iter_nodes,
+    postorder_iter_nodes,
+    preorder_iter_nodes,
+)
+from tabflow.graph.node import Node, Subgraph, as_node, register_function_op
 from tabflow.graph.selector import ColumnGroup, ColumnSelector
-from tabflow.graph.steps import Apply, Concat, Drop, NodeSchema, Select, Step
+from tabflow.graph.steps import Apply, Concat, Drop, Nested, NodeSchema, Select, Step
 
 __all__ = [
     "ColumnSelector",
     "ColumnGroup",
     "Node",
+    "Subgraph",
+    "Graph",
+    "iter_nodes",
+    "postorder_iter_nodes",
+    "preorder_iter_nodes",
     "as_node",
     "register_function_op",
     "NodeSchema",
@@ -34,5 +46,6 @@ __all__ = [
     "Apply",
     "Concat",
     "Drop",
+    "Nested",
     "DuplicateColumnWarning",
 ]

@@ -21,7 +21,7 @@ from tabflow.exceptions import UntrustedCodeError
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import Schema
 
-__all__ = ["DuplicateColumnWarning", "union", "combine_selectors", "concat_unique", "observed_dtypes"]
+__all__ = ["DuplicateColumnWarning", "union", "combine_selectors", "concat_unique", "observed_dtypes", "cast_to_schema"]
 
 
 class DuplicateColumnWarning(UserWarning):
@@ -117,6 +117,19 @@ def observed_dtypes(op: Any, selector: ColumnSelector, input_schema: Schema, dec
                 column = column.with_dtype(observed)
         columns.append(column)
     return Schema(columns)
+
+
+def cast_to_schema(frame: Any, schema: Schema) -> Any:
+    """``frame`` with each scalar column cast to its dtype in ``schema`` where it differs."""
+    backend = backend_for(frame)
+    changed = {
+        column.name: backend.astype(frame[column.name], str(column.dtype))
+        for column in schema
+        if column.name in frame.columns
+        and not column.is_list
+        and backend.canonical_dtype(frame[column.name].dtype) != str(column.dtype)
+    }
+    return frame.assign(**changed) if changed else frame
 
 
 def concat_unique(frames: Sequence[Any], names: Sequence[str]) -> Any:

@@ -24,11 +24,12 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Sequence
 
+from tabflow.graph.schemas import assign_schemas, compute_schemas, remove_inputs
 from tabflow.graph.selector import ColumnSelector, register_node_class
-from tabflow.graph.steps import Apply, Concat, Drop, Group, Select, Step, Subset
+from tabflow.graph.steps import Apply, Concat, Drop, Group, Nested, Select, Step, Subset
 from tabflow.schema import Schema, Tags
 
-__all__ = ["Node", "as_node", "register_function_op"]
+__all__ = ["Node", "Subgraph", "as_node", "register_function_op"]
 
 _node_ids = itertools.count()
 # The op class that wraps a plain function given to ``>>`` (set by tabflow.ops.LambdaOp).
@@ -108,6 +109,9 @@ class Node:
 
     # ----------------------------------------------------------------- language
     def __rshift__(self, op: Any) -> "Node":
+        if isinstance(op, Node) and isinstance(op.step, Nested):
+            # ``node >> Subgraph(...)``: the subgraph reads this node's columns, not the data's.
+            return Node(parents=[_rebind(op.parents[0], self)], dependencies=[self], step=Nested(op.step.name, op.step.loop_until))
         op = _as_op(op)
         declared = op.dependencies
         if callable(declared):  # NVTabular-era custom ops define ``def dependencies(self)`` as a method
@@ -132,6 +136,9 @@ class Node:
             dropped = ColumnSelector(_names(names))
         return Node(parents=[self], dependencies=nodes, dropped=dropped)
 
+    def __rrshift__(self, other: Any) -> "Node":
+        return as_node(other) >> self
+
     def __rsub__(self, other: Any) -> "Node":
         return as_node(other) - self
 
@@ -148,6 +155,54 @@ class Node:
                 return self.selector
             raise ValueError("the node's output columns are known once the workflow has seen an input schema")
         return ColumnSelector(self.output_schema.column_names)
+
+    @property
+    def input_columns(self) -> ColumnSelector:
+        """The columns the node reads, with their groups, once resolved."""
+        if self.input_selector is None:
+            raise ValueError("the node's input columns are known once the workflow has seen an input schema")
+        return self.input_selector
+
+    @property
+    def parents_with_dependencies(self) -> list["Node"]:
+        """Parents, then dependencies: every node whose columns this one reads."""
+        return [*self.parents, *self.dependencies]
+
+    grouped_parents_with_dependencies = parents_with_dependencies
+
+    @property
+    def dependency_columns(self) -> ColumnSelector:
+        """The output columns of the node's dependencies (once resolved)."""
+        return ColumnSelector([name for d in self.dependencies for name in d.output_columns.names])
+
+    @property
+    def column_mapping(self) -> dict[str, list[str]]:
+        """``{output column: [input columns it is computed from]}`` of an op node."""
+        if self.op is None:
+            return {name: [name] for name in self.output_columns.names}
+        return self.op.column_mapping(self.input_columns)
+
+    @classmethod
+    def construct_from(cls, nodable: Any) -> "Node":
+        """A node from a name, list, selector, op or node (as ``>>`` and ``+`` take them)."""
+        return as_node(nodable)
+
+    def add_parent(self, parent: Any) -> None:
+        """Read ``parent``'s columns too (a node, selector or names)."""
+        self.parents.append(as_node(parent))
+
+    def add_dependency(self, dependency: Any) -> None:
+        """Depend on ``dependency``'s columns too (a node, selector or names)."""
+        self.dependencies.append(as_node(dependency))
+
+    def compute_schemas(self, root_schema: Schema) -> None:
+        """Resolve the schemas of this node and its ancestors from the data's schema."""
+        assign_schemas([*self.ancestors(), self], compute_schemas(self, root_schema))
+
+    def remove_inputs(self, input_cols: Sequence[str]) -> list[str]:
+        """Stop reading ``input_cols`` (see :meth:`tabflow.Workflow.remove_inputs`); returns
+        the output columns removed."""
+        return remove_inputs(self, [input_cols] if isinstance(input_cols, str) else list(input_cols))
 
     def ancestors(self) -> list["Node"]:
         """Every node this one depends on (parents and dependencies), in topological order."""
@@ -178,6 +233,50 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.id}: {self.step!r}>"
+
+
+class Subgraph(Node):
+    """A named part of a graph, as merlin's ``Subgraph`` op: ``Subgraph("cats", cats_node)``.
+
+    It stands for its output node's columns; the workflow fits, saves and runs the part with
+    the rest, and ``Workflow.get_subworkflow(name)`` returns it as a workflow of its own (to
+    transform a request with just that part). ``node >> Subgraph(...)`` feeds the part with
+    ``node``'s columns instead of the data's. With ``loop_until``, the part runs again on its
+    own output until ``loop_until(frame)`` is true.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import tabflow as nvt
+    >>> from tabflow import ops
+    >>> cats = nvt.graph.Subgraph("cats", ["c"] >> ops.Categorify())
+    >>> wf = nvt.Workflow(cats + (["x"] >> ops.Normalize())).fit(pd.DataFrame({"c": ["a", "b"], "x": [1.0, 3.0]}))
+    >>> wf.subworkflows, wf.get_subworkflow("cats").transform(pd.DataFrame({"c": ["b"]}))["c"].tolist()
+    (['cats'], [4])
+    """
+
+    def __init__(self, name: str, output_node: Any, loop_until: Any = None) -> None:
+        super().__init__(parents=[as_node(output_node)], step=Nested(name, loop_until))
+
+    @property
+    def name(self) -> str:
+        return self.step.name
+
+
+def _rebind(output: Node, source: Node) -> Node:
+    """A copy of the graph ending at ``output`` whose input selections select from
+    ``source``'s columns instead of the data's (ops and steps are shared, nodes are new)."""
+    copies: dict[int, Node] = {}
+    for node in [*output.ancestors(), output]:
+        if isinstance(node.step, Select):
+            copies[node.id] = Node(parents=[source], step=Subset(node.step.selector))
+        else:
+            copies[node.id] = Node(
+                parents=[copies[p.id] for p in node.parents],
+                dependencies=[copies[d.id] for d in node.dependencies],
+                step=node.step,
+            )
+    return copies[output.id]
 
 
 def _is_list_like(obj: Any) -> bool:

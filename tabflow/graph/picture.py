@@ -19,8 +19,11 @@ from typing import Any
 
 __all__ = ["plot_workflow", "workflow_layout", "GraphPicture"]
 
-# Fill colour per node kind: inputs, ops (statistics ops darker), concatenation, drop.
-_COLORS = {"selection": "#dbe9f6", "op": "#fde7c6", "stat": "#f9c784", "concat": "#e4e4e4", "group": "#e4e4e4", "subset": "#e4e4e4", "drop": "#f4cccc"}
+# Fill colour per node kind: inputs, ops (statistics ops darker), structure, drop, subgraph.
+_COLORS = {
+    "selection": "#dbe9f6", "op": "#fde7c6", "stat": "#f9c784", "concat": "#e4e4e4", "group": "#e4e4e4",
+    "subset": "#e4e4e4", "drop": "#f4cccc", "subgraph": "#d9ead3",
+}
 
 
 def workflow_layout(workflow: Any) -> dict[int, tuple[float, float]]:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from tabflow.graph.selector import ColumnSelector
 from tabflow.graph.steps import NodeSchema
 from tabflow.schema import Schema
 
-__all__ = ["compute_schemas", "assign_schemas"]
+__all__ = ["compute_schemas", "assign_schemas", "remove_inputs", "filter_selector"]
 
 
 def compute_schemas(output_node: Any, source: Schema) -> dict[int, NodeSchema]:
@@ -42,3 +43,53 @@ def assign_schemas(nodes: Any, schemas: Mapping[int, NodeSchema]) -> None:
         node.input_schema = resolved.input_schema
         node.output_schema = resolved.output_schema
         node.column_origins = dict(resolved.origins)
+
+
+def remove_inputs(output_node: Any, names: Any) -> list[str]:
+    """Remove input columns ``names``, and every column computed from them, from a resolved
+    graph (as merlin's ``Graph.remove_inputs``); returns the output columns removed.
+
+    Each node's recorded schemas and selector lose the removed columns, so the graph no
+    longer reads them nor produces what depends on them: the usual use is dropping the label
+    of a fitted workflow before serving. A column group or a cross that involves a removed
+    column goes as a whole.
+    """
+    gone_inputs = set(names)
+    removed: dict[int, set[str]] = {}
+    for node in [*output_node.ancestors(), output_node]:
+        if node.output_schema is None:
+            raise ValueError("remove_inputs needs a resolved graph: fit the workflow (or call fit_schema) first")
+        if not node.parents and not node.dependencies:
+            lost = gone_inputs & set(node.output_schema.column_names)
+            lost_outputs = set(lost)
+        else:
+            upstream = set().union(*(removed[n.id] for n in [*node.parents, *node.dependencies]))
+            lost = upstream & set(node.input_schema.column_names)
+            lost_outputs = _lost_outputs(node, lost)
+        removed[node.id] = lost_outputs
+        if lost or lost_outputs:
+            node.input_selector = filter_selector(node.input_selector, lost)
+            node.input_schema = node.input_schema.without(lost)
+            node.output_schema = node.output_schema.without(lost_outputs)
+            node.column_origins = {k: v for k, v in node.column_origins.items() if k not in lost_outputs}
+    return sorted(removed[output_node.id])
+
+
+def _lost_outputs(node: Any, lost: set[str]) -> set[str]:
+    """Output columns of ``node`` computed from any of the ``lost`` input columns."""
+    if not lost:
+        return set()
+    outputs = node.output_schema.column_names
+    if node.op is None:  # structural steps pass columns through by name
+        return lost & set(outputs)
+    mapping = node.op.column_mapping(node.input_selector)
+    derived = {name for name, sources in mapping.items() if lost & set(sources)}
+    return (derived | (lost & set(outputs))) & set(outputs)
+
+
+def filter_selector(selector: Any, names: set[str]) -> Any:
+    """``selector`` without ``names``; a column group holding any of them goes whole."""
+    if not names:
+        return selector
+    kept_groups = [group for group in selector.subgroups if not names & set(group.names)]
+    return ColumnSelector([n for n in selector.top_level_names if n not in names], subgroups=kept_groups, tags=selector.tags)

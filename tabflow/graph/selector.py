@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from tabflow.schema import Schema, Tags, _normalize_tags
+from tabflow.schema import Schema, Tags
+from tabflow.schema.tags import to_tag
 
 __all__ = ["ColumnSelector", "ColumnGroup", "register_node_class"]
 
@@ -66,8 +67,14 @@ class ColumnSelector:
         subgroups: Iterable["ColumnSelector"] | None = None,
         tags: Iterable[Any] | None = None,
     ) -> None:
+        # "*" selects every column of the input, whatever it is (merlin's wildcard).
+        self._all = isinstance(names, str) and names == "*"
+        if self._all:
+            names, subgroups, tags = None, None, None
         if isinstance(names, str):
             names = [names]
+        if _is_node(names):
+            raise TypeError("a ColumnSelector holds column names; combine nodes with + instead")
         self._names: list[str] = []
         self.subgroups: list[ColumnSelector] = list(subgroups or [])
         for item in names or []:
@@ -75,14 +82,18 @@ class ColumnSelector:
                 self.subgroups.append(item)
             elif isinstance(item, (list, tuple)):
                 self.subgroups.append(ColumnSelector(list(item)))
+            elif isinstance(item, Tags):  # before str: Tags are strings too
+                tags = [*(tags or []), item]
             elif isinstance(item, str):
                 if item not in self._names:
                     self._names.append(item)
-            elif isinstance(item, Tags):
-                tags = [*(tags or []), item]
+            elif _is_node(item):
+                raise TypeError(f"a ColumnSelector holds column names, not nodes ({item!r}); combine nodes with +")
             else:
                 raise TypeError(f"column names must be strings, got {item!r} ({type(item).__name__})")
-        self.tags = list(_normalize_tags(tags)) if tags else []
+        # Strings naming a standard tag become Tags members (any case); order kept, no repeats.
+        single = isinstance(tags, (str, Tags))
+        self.tags = list(dict.fromkeys(map(to_tag, [tags] if single else tags or [])))
 
     @property
     def names(self) -> list[str]:
@@ -102,11 +113,15 @@ class ColumnSelector:
         return [*self._names, *(tuple(g.names) for g in self.subgroups)]
 
     @property
-    def all(self) -> list[str]:
-        return self.names
+    def all(self) -> bool:
+        """Whether this is ``ColumnSelector("*")``, every column of the input."""
+        return self._all
 
     def resolve(self, schema: Schema) -> "ColumnSelector":
-        """Replace tags by the names of the schema's columns that carry them; check names exist."""
+        """Replace tags by the names of the schema's columns that carry them (and ``"*"`` by
+        every column); check names exist."""
+        if self._all:
+            return ColumnSelector(schema.column_names)
         missing = [n for n in self.names if n not in schema]
         if missing:
             raise KeyError(
@@ -118,10 +133,35 @@ class ColumnSelector:
         tagged = [c.name for c in schema.select_by_tag(*self.tags) if c.name not in self._names]
         return ColumnSelector([*self._names, *tagged], subgroups=self.subgroups)
 
+    def filter_columns(self, other: "ColumnSelector") -> "ColumnSelector":
+        """This selector without ``other``'s names (a group holding any of them goes whole);
+        ``"*"`` filtered by ``other`` is ``other``, as in merlin.
+
+        Examples
+        --------
+        >>> from tabflow import ColumnSelector
+        >>> ColumnSelector(["a", "b", ["c", "d"]]).filter_columns(ColumnSelector(["a", "c"])).grouped_names
+        ['b']
+        """
+        other = other if isinstance(other, ColumnSelector) else ColumnSelector(other)
+        if self._all:
+            return other
+        drop = set(other.names)
+        return ColumnSelector(
+            [n for n in self._names if n not in drop],
+            subgroups=[g for g in self.subgroups if g not in other.subgroups and not drop & set(g.names)],
+        )
+
     def __add__(self, other: Any) -> "ColumnSelector":
         if _is_node(other):
             return NotImplemented
+        if other is None:
+            return self
+        if isinstance(other, Tags):  # ``selector + Tags.CATEGORICAL`` adds a tag
+            other = ColumnSelector(tags=[other])
         other = other if isinstance(other, ColumnSelector) else ColumnSelector(other)
+        if self._all or other._all:
+            return ColumnSelector("*")
         return ColumnSelector(
             [*self._names, *(n for n in other._names if n not in self._names)],
             subgroups=[*self.subgroups, *other.subgroups],
@@ -129,9 +169,13 @@ class ColumnSelector:
         )
 
     def __radd__(self, other: Any) -> "ColumnSelector":
+        if isinstance(other, Tags):
+            return ColumnSelector(tags=[other]) + self
         return ColumnSelector(other) + self
 
     def __sub__(self, other: Any) -> "ColumnSelector":
+        if self._all:
+            raise ValueError('cannot subtract names from ColumnSelector("*") before the input is known; use node - [names]')
         drop = set(other.names if isinstance(other, ColumnSelector) else ColumnSelector(other).names)
         return ColumnSelector(
             [n for n in self._names if n not in drop],
@@ -143,15 +187,15 @@ class ColumnSelector:
         return _node_class()(selector=self) >> op
 
     def __bool__(self) -> bool:
-        return bool(self._names or self.subgroups or self.tags)
+        return bool(self._all or self._names or self.subgroups or self.tags)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ColumnSelector):
             return False
-        return self.grouped_names == other.grouped_names and set(self.tags) == set(other.tags)
+        return (self._all, self.grouped_names, set(self.tags)) == (other._all, other.grouped_names, set(other.tags))
 
     def __hash__(self) -> int:
-        return hash((tuple(self.grouped_names), frozenset(self.tags)))
+        return hash((self._all, tuple(self.grouped_names), frozenset(self.tags)))
 
     def __iter__(self):
         return iter(self.names)
@@ -160,14 +204,20 @@ class ColumnSelector:
         return len(self.names)
 
     def __repr__(self) -> str:
+        if self._all:
+            return 'ColumnSelector("*")'
         tags = f", tags={[str(t) for t in self.tags]}" if self.tags else ""
         return f"ColumnSelector({self.grouped_names}{tags})"
 
     def to_dict(self) -> dict:
+        if self._all:
+            return {"all": True, "names": [], "subgroups": [], "tags": []}
         return {"names": list(self._names), "subgroups": [g.to_dict() for g in self.subgroups], "tags": [str(t) for t in self.tags]}
 
     @classmethod
     def from_dict(cls, data: dict) -> "ColumnSelector":
+        if data.get("all") is True:
+            return cls("*")
         return cls(data["names"], subgroups=[cls.from_dict(g) for g in data["subgroups"]], tags=data["tags"] or None)
 
 

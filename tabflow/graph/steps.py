@@ -20,15 +20,18 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from tabflow.backends import backend_for
 from tabflow.graph.columns import (
+    cast_to_schema,
     combine_selectors,
     concat_unique,
     observed_dtypes,
     union,
 )
+from tabflow.graph.executor import evaluate
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import Schema
+from tabflow.schema.dtypes import is_unknown
 
-__all__ = ["NodeSchema", "Step", "Select", "Apply", "Concat", "Group", "Subset", "Drop"]
+__all__ = ["NodeSchema", "Step", "Select", "Apply", "Concat", "Group", "Subset", "Drop", "Nested"]
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,9 @@ class Select(Step):
         return NodeSchema(selector, schema, schema, {name: ("input", name) for name in schema.column_names}, selector)
 
     def run(self, node, parents, dependencies, source):
-        names = node.output_schema.column_names
-        return source if list(source.columns) == names else source[names]
+        # Always a new frame: an op that assigns to its input in place must not change the
+        # caller's frame (with copy-on-write the columns themselves are not copied).
+        return source[node.output_schema.column_names]
 
     @property
     def label(self) -> str:
@@ -122,7 +126,10 @@ class Apply(Step):
         )
         op = self.op
         try:
-            op.validate_input(input_schema, selector)
+            # A schema written by hand may leave dtypes "unknown": those columns are checked
+            # when the workflow is fitted, on the dtypes the data has.
+            if not any(is_unknown(input_schema[n].dtype) for n in selector.names if n in input_schema):
+                op.validate_input(input_schema, selector)
         except (TypeError, ValueError, KeyError) as err:
             raise type(err)(f"{type(op).__name__} on columns {selector.names}: {err}") from None
         output = observed_dtypes(op, selector, input_schema, op.compute_output_schema(input_schema, selector))
@@ -131,6 +138,9 @@ class Apply(Step):
 
     def run(self, node, parents, dependencies, source):
         op = self.op
+        if not node.output_schema.column_names:
+            # Every output was removed (Workflow.remove_inputs): nothing to compute.
+            return (parents[0] if parents else source)[[]]
         out = op.transform(node.input_selector, concat_unique([*parents, *dependencies], node.input_schema.column_names))
         if getattr(op, "runs_user_code", False):
             # Lists a user function returns as Python objects become list columns, as their
@@ -143,7 +153,12 @@ class Apply(Step):
                 f"{type(op).__name__}.transform did not return column(s) {missing}; it returned "
                 f"{list(out.columns)}. Its output_column_names/column_mapping must match transform."
             )
-        return out if list(out.columns) == names else out[names]
+        out = out if list(out.columns) == names else out[names]
+        if getattr(op, "runs_user_code", False) and op.output_dtype is not None:
+            # A user op's declared output_dtype (np.float32, "int32", ...) is what its schema
+            # and dask's meta say: make the data match, whatever dtype its transform computed.
+            out = cast_to_schema(out, node.output_schema)
+        return out
 
     @property
     def label(self) -> str:
@@ -213,9 +228,10 @@ class Subset(Step):
                 f"node[{self.selector.grouped_names}]: column(s) {missing} are not among the node's output "
                 f"columns {parent.output_schema.column_names}"
             )
-        output = parent.output_schema.select(self.selector.names)
+        selector = self.selector.resolve(parent.output_schema)  # tags pick among the parent's columns
+        output = parent.output_schema.select(selector.names)
         origins = {name: parent.origins[name] for name in output.column_names if name in parent.origins}
-        return NodeSchema(ColumnSelector(parent.output_schema.column_names), parent.output_schema, output, origins, self.selector)
+        return NodeSchema(ColumnSelector(parent.output_schema.column_names), parent.output_schema, output, origins, selector)
 
     def run(self, node, parents, dependencies, source):
         names = node.output_schema.column_names
@@ -258,3 +274,41 @@ class Drop(Step):
 
     def __repr__(self) -> str:
         return f"drop {self.dropped!r}"
+
+
+class Nested(Step):
+    """A named subgraph (``Subgraph(name, node)``): its parent is the subgraph's output node.
+
+    The subgraph's nodes are ordinary ancestors (fitted, saved and resolved with the rest);
+    this step names them, so that ``Workflow.get_subworkflow(name)`` finds them, and with
+    ``loop_until`` runs the subgraph again on its own output until ``loop_until(frame)`` is
+    true (the subgraph must then read the columns it writes). A subgraph fed by a node
+    (``node >> Subgraph(...)``) has that node as its dependency: the loop feeds the output
+    back in its place.
+    """
+
+    kind = "subgraph"
+
+    def __init__(self, name: str, loop_until: Any = None) -> None:
+        self.name = name
+        self.loop_until = loop_until
+
+    def resolve(self, node, schemas, source):
+        parent = schemas[node.parents[0].id]
+        return NodeSchema(parent.columns, parent.output_schema, parent.output_schema, parent.origins, parent.output_selector)
+
+    def run(self, node, parents, dependencies, source):
+        out = parents[0]
+        if self.loop_until is not None:
+            inner = node.parents[0]
+            while not self.loop_until(out):
+                fed = {feed.id: out for feed in node.dependencies}
+                out = evaluate(inner, out, fed)
+        return out
+
+    @property
+    def label(self) -> str:
+        return f"Subgraph({self.name})"
+
+    def __repr__(self) -> str:
+        return f"subgraph {self.name!r}"

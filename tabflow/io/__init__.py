@@ -1,14 +1,21 @@
-"""Reading and writing datasets: shuffle modes, readers per file format, the parquet writer.
+"""Reading and writing datasets: ``Dataset``, shuffle modes, readers per file format, the parquet writer.
+
+``merlin.io`` / ``nvtabular.io`` names live here: ``Dataset``, ``Shuffle``, ``shuffle_df``,
+``DataFrameIter`` and ``MERLIN_METADATA_DIR_NAME``.
 
 Examples
 --------
->>> from tabflow.io import Shuffle
->>> Shuffle.PER_PARTITION.value
-'PER_PARTITION'
+>>> import pandas as pd
+>>> from tabflow.io import Dataset, Shuffle
+>>> Dataset(pd.DataFrame({"a": range(4)})).num_rows, Shuffle.PER_PARTITION.value
+(4, 0)
 """
 
 from __future__ import annotations
 
-from tabflow.io.shuffle import Shuffle
+from tabflow.io.dataframe_iter import DataFrameIter
+from tabflow.io.dataset import Dataset
+from tabflow.io.shuffle import Shuffle, shuffle_df
+from tabflow.io.tf_metadata import MERLIN_METADATA_DIR_NAME
 
-__all__ = ["Shuffle"]
+__all__ = ["Dataset", "DataFrameIter", "Shuffle", "shuffle_df", "MERLIN_METADATA_DIR_NAME"]

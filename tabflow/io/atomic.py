@@ -49,6 +49,7 @@ __all__ = ["check_target", "temporary_directory", "publish", "discard", "KIND_MA
 #: The file that makes a directory recognisably a previous output of each kind.
 KIND_MARKERS = {"workflow": "workflow.json", "dataset": "_schema.json"}
 _TEMPORARY_MARKER = ".tabflow-writing"
+TEMPORARY_MARKER = _TEMPORARY_MARKER
 _REPLACED_MARKER = ".tabflow-replaced"
 _SIBLING = re.compile(r"^(?P<name>.+)\.(?P<what>tmp|old)-(?P<id>[0-9a-f]{12})$")
 
@@ -175,16 +176,31 @@ def _is_kind(path: str, kind: str) -> bool:
 
 def _write_owner(marker: str) -> None:
     with open(marker, "w", encoding="utf-8") as handle:
-        handle.write(f"{socket.gethostname()}\n{os.getpid()}\n")
+        handle.write(owner_text())
 
 
 def _writer_is_gone(marker: str) -> bool:
     try:
         with open(marker, encoding="utf-8") as handle:
-            host, pid = handle.read(200).split("\n")[:2]
-        pid_number = int(pid)
-    except (OSError, ValueError):
+            text = handle.read(200)
+    except OSError:
         return False  # no marker: not ours, or still being created
+    return owner_is_gone(text)
+
+
+def owner_text() -> str:
+    """What a marker file says about the process writing: host and process id."""
+    return f"{socket.gethostname()}\n{os.getpid()}\n"
+
+
+def owner_is_gone(text: str) -> bool:
+    """Whether the writer a marker's ``text`` names (:func:`owner_text`) has surely stopped:
+    a process of this host that no longer runs (another host's writer cannot be checked)."""
+    try:
+        host, pid = text.split("\n")[:2]
+        pid_number = int(pid)
+    except ValueError:
+        return False
     if host != socket.gethostname():
         return False  # a writer on another machine (shared file system): cannot tell
     if pid_number == os.getpid():

@@ -15,29 +15,13 @@ Examples
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["iter_partitions", "iter_calls", "active_client"]
+from tabflow.io.cluster import active_client
 
-
-def active_client(client: Any = None) -> Any:
-    """The given client, else the active dask distributed client, else None."""
-    if client is not None:
-        return client
-    if "distributed" not in sys.modules:
-        # No client can exist without the package imported, and importing it costs ~0.3 s.
-        return None
-    try:
-        from distributed import default_client
-    except ImportError:
-        return None
-    try:
-        return default_client()
-    except ValueError:
-        return None
+__all__ = ["iter_partitions", "iter_calls"]
 
 
 def iter_partitions(

@@ -1,28 +1,44 @@
 """Streaming, atomic parquet writer behind :meth:`tabflow.Dataset.to_parquet`.
 
-Partitions are computed a few at a time and streamed into exactly ``output_files`` open
-parquet writers, so memory is bounded by the partitions in flight, not by the dataset. Files
-are written into a temporary sibling directory together with ``_schema.json``; only when every
-file is closed is that directory published as the requested path (:mod:`tabflow.io.atomic`),
-so an interrupted write never leaves a directory that looks like a complete dataset, and only
-a previous dataset (or, with ``overwrite=True``, anything) is ever replaced.
+Partitions are computed a few at a time and streamed into the open parquet writers, so
+memory is bounded by the partitions in flight, not by the dataset. Files are written into a
+temporary sibling directory together with ``_schema.json`` (tabflow's schema),
+``.merlin/schema.json`` (the same columns as TensorFlow Metadata JSON, which merlin-core
+reads) and ``_metadata`` (the parquet summary of every file's row groups, which dask and
+pyarrow read instead of each footer); only when every file is closed is that directory
+published as the requested path, so an interrupted write never leaves a directory that
+looks like a complete dataset, and only a previous dataset (or, with ``overwrite=True``,
+anything) is ever replaced.
+
+Local paths are published with :mod:`tabflow.io.atomic` (an atomic rename); URLs
+(``s3://...``) with :mod:`tabflow.io.remote_atomic` (files moved with ``_schema.json``
+last; see there what an object store allows).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.parse
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tabflow.io.atomic import check_target, discard, publish, temporary_directory
+from tabflow.io import atomic, remote_atomic
+from tabflow.io.fs import filesystem, is_remote, local_path
 from tabflow.io.partitions import iter_partitions
 from tabflow.io.shuffle import Shuffle
+from tabflow.io.tf_metadata import MERLIN_METADATA_DIR_NAME, tfmd_json
 from tabflow.schema import SCHEMA_FILENAME, Schema
 
-__all__ = ["write_parquet"]
+__all__ = ["write_parquet", "portable_schema", "METADATA_FILENAME", "HIVE_NULL"]
+
+#: The parquet summary file (every file's row groups, with their paths), as dask and Spark write it.
+METADATA_FILENAME = "_metadata"
+#: The directory value of a null key in a hive-partitioned layout (as Spark and pyarrow write it).
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 # Below this many rows a partition is not split further across files (tiny row groups would
 # make the output slow to read).
@@ -40,64 +56,237 @@ def write_parquet(
     client: Any = None,
     cast: Mapping[str, str] | None = None,
     file_names: Sequence[str] | None = None,
-    partition_files: Sequence[int] | None = None,
+    partition_files: Sequence[Any] | None = None,
     overwrite: bool = False,
+    row_group_size: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    partition_on: Sequence[str] | None = None,
 ) -> list[str]:
-    """Write ``ddf`` to ``output_files`` parquet files plus ``_schema.json``; return the paths.
+    """Write ``ddf`` as parquet plus ``_schema.json``, ``.merlin/schema.json`` and ``_metadata``;
+    return the paths of the data files.
 
-    ``file_names`` names the files (default ``part_<k>.parquet``); ``partition_files`` sends
-    each whole partition to the file of that index (rows shuffled within it under
-    ``Shuffle.PER_PARTITION``) instead of spreading partitions over the files. An existing
+    ``file_names`` names the ``output_files`` files (default ``part_<k>.parquet``).
+    ``partition_files`` gives, per partition, the index of its file, a tuple of indices (its
+    rows are spread over those files) or None (the partition is not written), instead of
+    spreading partitions over the files in order. ``partition_on`` writes a hive layout
+    instead: ``<col>=<value>/part_<i>.parquet`` for every key of partition ``i``, without the
+    key columns in the files. ``row_group_size`` caps the rows of one row group. An existing
     ``output_path`` is replaced only if it is empty or a previous dataset (it holds
     ``_schema.json``), or when ``overwrite`` is set.
     """
-    if output_files < 1:
+    if output_files < 1 and not partition_on:
         raise ValueError(f"output_files must be at least 1, got {output_files}")
-    output_path = os.path.abspath(output_path)
-    check_target(output_path, "dataset", overwrite)
+    if row_group_size is not None and (isinstance(row_group_size, bool) or not isinstance(row_group_size, (int, np.integer)) or row_group_size < 1):
+        raise ValueError(f"row_group_size must be a positive number of rows, got {row_group_size!r}")
+    output = _Output(output_path, overwrite, storage_options)
     nparts = ddf.npartitions
-    if shuffle is None and output_files > nparts and partition_files is None:
+    if shuffle is None and output_files > nparts and partition_files is None and not partition_on:
         ddf = ddf.repartition(npartitions=output_files)
         nparts = ddf.npartitions
     names = list(file_names) if file_names is not None else [f"part_{k}.parquet" for k in range(output_files)]
-    tmp = temporary_directory(output_path)
-    arrow_schema = _portable_schema(backend.to_arrow(backend.empty_frame(schema.dtypes)).schema.remove_metadata())
+    columns = [c for c in schema.column_names if c not in (partition_on or ())]
+    arrow_schema = portable_schema(backend.to_arrow(backend.empty_frame(schema.dtypes)).schema.remove_metadata())
+    file_schema = pa.schema([arrow_schema.field(c) for c in columns])
     rng = np.random.default_rng(seed)
+    output.begin()
+    written: list[str] = []
+    footers: list[Any] = []
+    try:
+        if partition_on:
+            written = _write_hive(ddf, output, schema, backend, cast, partition_on, shuffle, rng, client, arrow_schema, file_schema, row_group_size, footers)
+        else:
+            _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers)
+            written = names
+        output.write(METADATA_FILENAME, _summary(file_schema, footers))
+        output.write(f"{MERLIN_METADATA_DIR_NAME}/schema.json", json.dumps(tfmd_json(schema), indent=2).encode("utf-8"))
+        output.write(SCHEMA_FILENAME, json.dumps(schema.to_dict(), indent=2).encode("utf-8"))
+        output.publish()
+    except BaseException:
+        output.discard()
+        raise
+    return [output.final(name) for name in written]
+
+
+def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers) -> None:
+    """The dataset's rows streamed into ``names``, each file open for the whole write."""
+    targets = None
+    if partition_files is not None:
+        targets = [None if t is None else (tuple(t) if isinstance(t, (tuple, list)) else (int(t),)) for t in partition_files]
+        # Where several partitions share a group of files, a partition's place in its group
+        # picks its file (without a shuffle), as partitions spread over files below.
+        groups: dict = {}
+        position: list = []
+        for index, files in enumerate(targets):
+            if files is None:
+                position.append(None)
+                continue
+            members = groups.setdefault(files, [])
+            position.append(len(members))
+            members.append(index)
+    order = None if targets is None else [i for i, t in enumerate(targets) if t is not None]
+    sinks: list[Any] = []
     writers: list[Any] = []
     try:
-        writers = [pq.ParquetWriter(os.path.join(tmp, name), arrow_schema) for name in names]
-        for index, frame in enumerate(iter_partitions(ddf, client=client)):
-            if cast:
-                frame = frame.astype({k: backend.engine_dtype(v) for k, v in cast.items() if k in frame.columns})
-            table = backend.to_arrow(frame[schema.column_names]).replace_schema_metadata(None)
-            if table.schema != arrow_schema:
-                table = table.cast(arrow_schema)
-            if partition_files is not None:
-                if shuffle is not None:
-                    table = table.take(pa.array(rng.permutation(table.num_rows)))
-                routed = [(partition_files[index], table)]
+        for name in names:
+            where = output.sink(name, sinks)
+            writers.append(pq.ParquetWriter(where, arrow_schema, metadata_collector=footers))
+        indices = range(nparts) if order is None else order
+        for index, frame in zip(indices, iter_partitions(ddf, order=order, client=client)):
+            table = _table(frame, schema, backend, cast, arrow_schema)
+            if targets is None:
+                routed = _route(table, index, nparts, len(names), shuffle, rng)
             else:
-                routed = _route(table, index, nparts, output_files, shuffle, rng)
+                files = targets[index]
+                if len(files) == 1:
+                    if shuffle is not None:
+                        table = table.take(pa.array(rng.permutation(table.num_rows)))
+                    routed = [(files[0], table)]
+                else:
+                    group = len(groups[files])
+                    routed = [(files[k], piece) for k, piece in _route(table, position[index], group, len(files), shuffle, rng)]
             for file_index, piece in routed:
                 if piece.num_rows:
-                    writers[file_index].write_table(piece)
-    except BaseException:
+                    writers[file_index].write_table(piece, row_group_size=row_group_size)
+        for writer in writers:
+            writer.close()
+    finally:
         for writer in writers:
             try:
                 writer.close()
-            except Exception:  # noqa: BLE001 - already failing; the temp dir is removed below
+            except Exception:  # noqa: BLE001 - already failing; the temp dir is removed by the caller
                 pass
-        discard(tmp)
-        raise
-    try:
-        for writer in writers:
-            writer.close()
-        schema.to_json(os.path.join(tmp, SCHEMA_FILENAME))
-        publish(tmp, output_path, "dataset", overwrite)
-    except BaseException:
-        discard(tmp)
-        raise
-    return [os.path.join(output_path, name) for name in names]
+        _close_all(sinks)
+    # ``close`` appends each file's footer in file order; the summary names each file.
+    for name, footer in zip(names, footers):
+        footer.set_file_path(name)
+
+
+def _write_hive(ddf, output, schema, backend, cast, keys, shuffle, rng, client, arrow_schema, file_schema, row_group_size, footers) -> list[str]:
+    """One complete file per partition and key: ``k1=v1/k2=v2/part_<i>.parquet``."""
+    import pyarrow.compute as pc
+
+    written = []
+    for index, frame in enumerate(iter_partitions(ddf, client=client)):
+        table = _table(frame, schema, backend, cast, arrow_schema)
+        if shuffle is not None:
+            table = table.take(pa.array(rng.permutation(table.num_rows)))
+        if not table.num_rows:
+            continue
+        codes, values = [], []
+        for key in keys:
+            encoded = pc.dictionary_encode(table[key]).combine_chunks()
+            dictionary = encoded.dictionary.to_pylist() + [None]  # nulls get the last code
+            indices = pc.fill_null(encoded.indices, len(dictionary) - 1).to_numpy(zero_copy_only=False)
+            codes.append(indices.astype(np.int64, copy=False))
+            values.append(dictionary)
+        groups, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        for group_index, group in enumerate(groups):
+            rows = np.flatnonzero(inverse == group_index)
+            directory = "/".join(f"{key}={_hive_value(values[k][code])}" for k, (key, code) in enumerate(zip(keys, group)))
+            name = f"{directory}/part_{index}.parquet"
+            piece = table.take(pa.array(rows)).select(file_schema.names)
+            sinks: list[Any] = []
+            try:
+                with pq.ParquetWriter(output.sink(name, sinks), file_schema, metadata_collector=footers) as writer:
+                    writer.write_table(piece, row_group_size=row_group_size)
+            finally:
+                _close_all(sinks)
+            footers[-1].set_file_path(name)
+            written.append(name)
+    return written
+
+
+def _hive_value(value: Any) -> str:
+    # Percent-encoded as pyarrow's hive partitioning decodes it ("uri" segment encoding).
+    return HIVE_NULL if value is None else urllib.parse.quote(str(value), safe="")
+
+
+def _table(frame: Any, schema: Schema, backend: Any, cast: Mapping[str, str] | None, arrow_schema: pa.Schema) -> pa.Table:
+    if cast:
+        frame = frame.astype({k: backend.engine_dtype(v) for k, v in cast.items() if k in frame.columns})
+    table = backend.to_arrow(frame[schema.column_names]).replace_schema_metadata(None)
+    return table if table.schema == arrow_schema else table.cast(arrow_schema)
+
+
+def _summary(file_schema: pa.Schema, footers: Sequence[Any]) -> bytes:
+    """The ``_metadata`` file: the schema and every file's row groups (paths relative)."""
+    sink = pa.BufferOutputStream()
+    if not footers:
+        pq.write_metadata(file_schema, sink)
+        return sink.getvalue().to_pybytes()
+    merged = footers[0]
+    for footer in footers[1:]:
+        merged.append_row_groups(footer)
+    merged.write_metadata_file(sink)
+    return sink.getvalue().to_pybytes()
+
+
+def _close_all(handles: list) -> None:
+    while handles:
+        handle = handles.pop()
+        try:
+            handle.close()
+        except Exception:  # noqa: BLE001 - a failed upload is reported by the write that follows
+            pass
+
+
+class _Output:
+    """The temporary directory a write goes to and its publication at ``path``: local
+    (atomic rename) or through fsspec (files moved, the schema last)."""
+
+    def __init__(self, path: str, overwrite: bool, storage_options: Mapping[str, Any] | None) -> None:
+        path = local_path(path)
+        self.overwrite = overwrite
+        self.remote = is_remote(path)
+        self.tmp: str | None = None
+        if self.remote:
+            self.url = path.rstrip("/")
+            self.fs, self.path = filesystem(self.url, storage_options)
+            self.path = self.path.rstrip("/")
+            remote_atomic.check_target(self.fs, self.path, "dataset", overwrite)
+        else:
+            self.path = os.path.abspath(path)
+            atomic.check_target(self.path, "dataset", overwrite)
+
+    def begin(self) -> None:
+        self.tmp = remote_atomic.temporary_directory(self.fs, self.path) if self.remote else atomic.temporary_directory(self.path)
+
+    def sink(self, name: str, handles: list) -> Any:
+        """Where pyarrow writes ``name``: a local path, or an open fsspec file (kept in ``handles``)."""
+        if not self.remote:
+            full = os.path.join(self.tmp, *name.split("/"))
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            return full
+        handle = self.fs.open(f"{self.tmp}/{name}", "wb")
+        handles.append(handle)
+        return handle
+
+    def write(self, name: str, data: bytes) -> None:
+        if self.remote:
+            self.fs.pipe_file(f"{self.tmp}/{name}", data)
+            return
+        full = os.path.join(self.tmp, *name.split("/"))
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as handle:
+            handle.write(data)
+
+    def publish(self) -> None:
+        if self.remote:
+            remote_atomic.publish(self.fs, self.tmp, self.path, "dataset", self.overwrite)
+        else:
+            atomic.publish(self.tmp, self.path, "dataset", self.overwrite)
+
+    def discard(self) -> None:
+        if self.tmp is None:
+            return
+        if self.remote:
+            remote_atomic.discard(self.fs, self.tmp)
+        else:
+            atomic.discard(self.tmp)
+
+    def final(self, name: str) -> str:
+        return f"{self.url}/{name}" if self.remote else os.path.join(self.path, *name.split("/"))
 
 
 def _portable(arrow_type: pa.DataType) -> pa.DataType:
@@ -110,7 +299,9 @@ def _portable(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type
 
 
-def _portable_schema(schema: pa.Schema) -> pa.Schema:
+def portable_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the types every parquet reader takes (see ``_portable``): the one
+    schema tabflow writes parquet with, in datasets and generated files alike."""
     return pa.schema([pa.field(f.name, _portable(f.type), nullable=f.nullable) for f in schema])
 
 

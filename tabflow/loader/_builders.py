@@ -22,6 +22,7 @@ import torch
 
 from tabflow.backends import backend_for
 from tabflow.loader._tensors import Allocate, Ragged, as_tensor
+from tabflow.loader.keys import PAD_INDEX
 from tabflow.schema import dtypes
 
 __all__ = ["TupleBuilder", "DictBuilder", "ColumnSpec", "pad_ragged"]
@@ -94,7 +95,7 @@ class DictBuilder:
 
 
 def pad_ragged(ragged: Ragged, width: int) -> torch.Tensor:
-    """Rows of a ragged column right-padded with zeros to ``[rows, width]``.
+    """Rows of a ragged column right-padded with :data:`~tabflow.loader.keys.PAD_INDEX` to ``[rows, width]``.
 
     Examples
     --------
@@ -105,7 +106,7 @@ def pad_ragged(ragged: Ragged, width: int) -> torch.Tensor:
     [[1, 2, 0], [3, 0, 0]]
     """
     rows, cols = ragged_coordinates(ragged)
-    out = ragged.values.new_zeros((len(ragged.host_offsets) - 1, width))
+    out = ragged.values.new_full((len(ragged.host_offsets) - 1, width), PAD_INDEX)
     out[rows, cols] = ragged.values
     return out
 
@@ -128,10 +129,6 @@ def natural_dtype(canonical: str) -> str:
     if dtypes.is_float(canonical):
         return "float32"
     raise TypeError(f"dtype {canonical!r} cannot become a tensor; encode it first (e.g. with Categorify)")
-
-
-def roles_from_schema(schema: Any, tag: Any) -> list[str]:
-    return schema.select_by_tag(tag).column_names
 
 
 def widths(sparse_max: Mapping[str, int] | None) -> dict[str, int]:

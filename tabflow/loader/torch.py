@@ -5,6 +5,10 @@ Both iterators read a :class:`tabflow.Dataset` a few partitions at a time in a b
 thread, convert each column to a tensor once per chunk and deliver batches as views of the
 chunk tensors. Rows are split between data-parallel ranks, shuffled per epoch with a
 reproducible seed, and an epoch can be resumed mid-way from :meth:`TorchAsyncItr.state_dict`.
+The parts they are made of live in :mod:`tabflow.loader._pipeline`.
+
+Embedding tables and models moved to :mod:`tabflow.framework_utils.torch`; importing them
+from here raises an ``ImportError`` that gives the new import.
 
 Examples
 --------
@@ -19,93 +23,33 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from tabflow.loader._builders import (
-    ColumnSpec,
-    DictBuilder,
-    TupleBuilder,
-    natural_dtype,
-    ragged_coordinates,
-    widths,
-)
-from tabflow.loader._pipeline import ChunkLoader, resolve_device
-from tabflow.loader._tensors import Ragged
-from tabflow.loader.embeddings import (
-    EmbeddingTables,
-    embedding_config,
-    sparse_and_dense_parameters,
-)
-from tabflow.loader.models import DLRM
-from tabflow.schema import Tags
+from tabflow.loader._columns import DictColumns, TupleColumns
+from tabflow.loader._loader import LoaderBase, arguments_of
+from tabflow.loader.options import OPTIONS_DOC
 
-__all__ = [
-    "TorchAsyncItr",
-    "Loader",
-    "DLDataLoader",
-    "EmbeddingTables",
-    "embedding_config",
-    "sparse_and_dense_parameters",
-    "DLRM",
-]
+__all__ = ["TorchAsyncItr", "Loader", "DLDataLoader"]
 
-_SHARED_DOC = """
-    batch_size : int
-        Rows per batch (default 1, as in NVTabular). Every batch is full except possibly the
-        last of an epoch.
-    shuffle : bool
-        Each epoch, shuffle the partition order and the rows inside each chunk.
-    seed_fn : callable, optional
-        Called once at the start of every epoch; returns a non-negative integer that is
-        mixed with the epoch number into the epoch's seed (NumPy's
-        ``SeedSequence(seed, spawn_key=(epoch,))``). So ``seed_fn=lambda: 1234`` gives a
-        different order every epoch and the same orders in every run, and seeds returned
-        for consecutive epochs may be consecutive numbers without repeating an order. In a
-        data-parallel job it must return the same value on every rank, which then all cut
-        their shares from the same global order. Without it, epoch ``e`` uses a fixed seed
-        derived from ``e`` (reproducible, and identical on all ranks). An epoch resumed with
-        ``load_state_dict`` keeps the seed saved with it; ``seed_fn`` is not called for it.
-    parts_per_chunk : int
-        Partitions concatenated (and shuffled together) per chunk. Memory holds up to about
-        eight chunks' worth: one being cut into batches, two queued, one being shuffled (its
-        converted partitions and their shuffled copy) and up to three partitions being read
-        and converted ahead. Host memory of chunks is reused once no batch of it is
-        referenced any more, and released by ``shutdown()``.
-    device : str, int or torch.device, optional
-        ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a CUDA index. Default: CPU for the pandas
-        engine, the current CUDA device for cuDF. CUDA chunks are copied from pinned host
-        memory asynchronously, in the loader thread, ahead of their use (cuDF columns go to
-        CUDA through DLPack without a host copy).
-    global_size, global_rank : int, optional
-        Data-parallel world size and rank; default from ``torch.distributed`` when it is
-        initialised, else 1 and 0. The epoch's global row order (partitions in the, possibly
-        shuffled, epoch order) is cut into ``global_size`` contiguous shares of
-        ``num_rows // global_size`` rows; rank ``r`` gets share ``r``. The last
-        ``num_rows % global_size`` rows of that order (fewer than ``global_size``) are not
-        used that epoch; with shuffling they differ from epoch to epoch. All ranks thus
-        deliver disjoint rows and the same number of batches, and each reads only the
-        partitions overlapping its share.
-    drop_last : bool
-        Drop the last, incomplete batch of each epoch."""
+# Names that lived here before torch modules got one home: a loader only moves data.
+_MOVED = {
+    "EmbeddingTables": "from tabflow.framework_utils.torch import EmbeddingTables",
+    "EmbeddingFeature": "from tabflow.framework_utils.torch import EmbeddingFeature",
+    "embedding_config": "from tabflow.framework_utils.torch import embedding_config",
+    "sparse_and_dense_parameters": "from tabflow.framework_utils.torch import sparse_and_dense_parameters",
+    "DLRM": "from tabflow.framework_utils.torch import DLRM",
+}
 
 
-def _check_columns(dataset: Any, names: Sequence[str], role: str) -> list[str]:
-    if isinstance(names, (int, float)) or not (isinstance(names, str) or hasattr(names, "__iter__")):
-        raise TypeError(
-            f"{role} columns must be column names, got {names!r}; the arguments come in NVTabular's "
-            "order (dataset, cats, conts, labels, batch_size, ...): pass batch_size=... by keyword"
-        )
-    names = [names] if isinstance(names, str) else list(names)
-    schema = dataset.schema
-    missing = [n for n in names if n not in schema]
-    if missing:
-        raise KeyError(f"{role} column(s) {missing} are not in the dataset; its columns are {schema.column_names}")
-    return names
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        raise ImportError(f"{name} moved to tabflow.framework_utils.torch: {_MOVED[name]}", name=name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class TorchAsyncItr(ChunkLoader):
+class TorchAsyncItr(LoaderBase):
     """Batches ``(x_cat, x_cont, y)`` ready for fastai's ``TabularModel``.
 
     ``x_cat`` is int64 ``[bs, len(cats)]``, ``x_cont`` float32 ``[bs, len(conts)]``, in the
@@ -124,7 +68,8 @@ class TorchAsyncItr(ChunkLoader):
         CONTINUOUS or TARGET. A role with no columns gives a ``[bs, 0]`` tensor. List
         (multi-hot) columns are not accepted: use :class:`Loader`.
     batch_size, shuffle, seed_fn, parts_per_chunk, device, global_size, global_rank, drop_last :
-        See below.
+        See below; held together in ``options``
+        (:class:`~tabflow.loader.options.LoaderOptions`).
     sparse_names, sparse_max, sparse_as_dense :
         Accepted for NVTabular's signature; anything but their defaults is an error
         pointing to :class:`Loader`, which delivers list columns.
@@ -132,9 +77,20 @@ class TorchAsyncItr(ChunkLoader):
 
     Attributes
     ----------
+    options : LoaderOptions
     cat_names, cont_names, label_names : list of str
+    input_schema, output_schema : Schema
+        The schema columns are chosen from (settable before iterating), and the delivered
+        columns with their tensor dtypes.
     num_rows_processed : int
         Rows delivered so far in the current epoch.
+
+    Notes
+    -----
+    As merlin's loaders: ``next(itr)`` starts an epoch when none is in progress,
+    :meth:`peek` returns the next batch without consuming it, ``itr[i]`` the next batch,
+    :meth:`map` applies a function to every batch, :meth:`epochs` iterates several epochs
+    per ``iter()`` and :meth:`stop` is :meth:`shutdown`.
 
     Examples
     --------
@@ -167,51 +123,20 @@ class TorchAsyncItr(ChunkLoader):
         sparse_max: Mapping[str, int] | None = None,
         sparse_as_dense: bool = False,
     ) -> None:
-        if sparse_names or sparse_max or sparse_as_dense:
-            raise TypeError(
-                "TorchAsyncItr yields dense (x_cat, x_cont, y) tensors; sparse_names, sparse_max and "
-                "sparse_as_dense describe list (multi-hot) columns, which tabflow.loader.torch.Loader "
-                "delivers (as values/offsets, padded dense or sparse tensors): use Loader(dataset, "
-                "batch_size, cats=..., conts=..., labels=..., sparse_names=..., sparse_max=..., sparse_as_dense=...)"
-            )
-        schema = dataset.schema
-        self.cat_names = _check_columns(dataset, schema.select_by_tag(Tags.CATEGORICAL).column_names if cats is None else cats, "categorical")
-        self.cont_names = _check_columns(dataset, schema.select_by_tag(Tags.CONTINUOUS).column_names if conts is None else conts, "continuous")
-        self.label_names = _check_columns(dataset, schema.select_by_tag(Tags.TARGET).column_names if labels is None else labels, "label")
-        for name in [*self.cat_names, *self.cont_names, *self.label_names]:
-            column = schema[name]
-            if column.is_list:
-                raise TypeError(
-                    f"column {name!r} is a list (multi-hot) column; TorchAsyncItr yields dense "
-                    "tensors only. Use tabflow.loader.torch.Loader, which yields list columns as "
-                    "values/offsets, padded dense or sparse tensors"
-                )
-            natural_dtype(str(column.dtype))  # raises for strings, naming the dtype
-        self._setup(dataset, batch_size, shuffle, seed_fn, parts_per_chunk, device, global_size, global_rank, drop_last)
-        self._columns = list(dict.fromkeys([*self.cat_names, *self.cont_names, *self.label_names]))
-        self._builder = TupleBuilder(self.cat_names, self.cont_names, self.label_names)
-
-    def _format(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return batch["cats"], batch["conts"], batch["labels"]
-
-    def _params(self) -> dict[str, Any]:
-        return dict(
-            dataset=self.dataset, batch_size=self.batch_size, cats=self.cat_names, conts=self.cont_names,
-            labels=self.label_names, shuffle=self.shuffle, seed_fn=self.seed_fn, parts_per_chunk=self.parts_per_chunk,
-            device=self.device, global_size=self.global_size, global_rank=self.global_rank, drop_last=self.drop_last,
-        )
+        super().__init__(dataset, arguments_of(locals()), TupleColumns)
 
 
-class Loader(ChunkLoader):
+class Loader(LoaderBase):
     """Batches ``(inputs, targets)`` with ``inputs`` a dict of named tensors.
 
     Scalar columns are ``[bs]`` tensors under their own name. A list (multi-hot) column
     ``name`` is, by default, two tensors: ``name__values`` (all elements of the batch's rows)
     and ``name__offsets`` (int64, ``bs + 1`` entries, row ``i`` is
     ``values[offsets[i]:offsets[i + 1]]``, the layout ``nn.EmbeddingBag`` takes with
-    ``include_last_offset=True``). With ``sparse_as_dense=True`` every list column is instead
-    a zero-padded ``[bs, sparse_max[name]]`` tensor; a column listed in ``sparse_names`` (and
-    not made dense) is a ``torch.sparse_coo_tensor`` of shape
+    ``include_last_offset=True``); :mod:`tabflow.loader.keys` spells these keys. With
+    ``sparse_as_dense=True`` every list column is instead a zero-padded
+    ``[bs, sparse_max[name]]`` tensor; a column listed in ``sparse_names`` (and not made
+    dense) is a ``torch.sparse_coo_tensor`` of shape
     ``[bs, sparse_max.get(name, longest row in the batch)]``. A row longer than its
     ``sparse_max`` is an error naming the column and the length; rows are never truncated.
 
@@ -222,13 +147,19 @@ class Loader(ChunkLoader):
     ----------
     dataset : tabflow.Dataset
     batch_size, shuffle, seed_fn, parts_per_chunk, device, global_size, global_rank, drop_last :
-        See below.
+        See below; held together in ``options``
+        (:class:`~tabflow.loader.options.LoaderOptions`).
     cats, conts, labels : list of str, optional
         Categorical columns become int64, continuous float32 (nulls -> NaN). ``labels``
         defaults to the columns tagged TARGET. When ``cats`` and ``conts`` are both omitted,
         every other column is an input, with int64 for integers and float32 for floats.
-    transforms : callable or list of callables, optional
-        Applied in order to every ``(inputs, targets)`` pair; each returns a new pair.
+    transforms : op, node, Workflow, callable, or a list of them, optional
+        tabflow ops and nodes (or one fitted ``Workflow``) act on the input columns, as
+        merlin's operators do: ``[ops.Rename(postfix="_x")]`` chains ops after all inputs, a
+        node (``["a"] >> ops.LogOp()``) selects its own; its outputs become the inputs.
+        They run on each partition before it becomes tensors, must keep every row, and
+        statistics ops must be fitted. Callables follow, in order: each takes the
+        ``(inputs, targets)`` pair of a batch and returns a new pair.
     sparse_names : list of str, optional
         List columns to deliver as sparse COO tensors.
     sparse_max : dict, optional
@@ -236,6 +167,13 @@ class Loader(ChunkLoader):
     sparse_as_dense : bool
         Deliver all list columns padded dense (each needs a ``sparse_max`` entry).
     {shared}
+
+    Attributes
+    ----------
+    options : LoaderOptions
+    cat_names, cont_names, label_names, input_names : list of str
+    input_schema, output_schema : Schema
+    num_rows_processed : int
 
     Examples
     --------
@@ -264,118 +202,57 @@ class Loader(ChunkLoader):
         cats: Sequence[str] | None = None,
         conts: Sequence[str] | None = None,
         labels: Sequence[str] | None = None,
-        transforms: Callable | Iterable[Callable] | None = None,
+        transforms: Any = None,
         sparse_names: Sequence[str] | None = None,
         sparse_max: Mapping[str, int] | None = None,
         sparse_as_dense: bool = False,
     ) -> None:
-        schema = dataset.schema
-        self.label_names = _check_columns(dataset, schema.select_by_tag(Tags.TARGET).column_names if labels is None else labels, "label")
-        self._given = (cats, conts)
-        if cats is None and conts is None:
-            # The dict form feeds every column to the model unless told otherwise.
-            self.cat_names = [n for n in schema.select_by_tag(Tags.CATEGORICAL).column_names if n not in self.label_names]
-            self.cont_names = [n for n in schema.select_by_tag(Tags.CONTINUOUS).column_names if n not in self.label_names]
-            self.input_names = [n for n in schema.column_names if n not in self.label_names]
-        else:
-            self.cat_names = _check_columns(dataset, cats or [], "categorical")
-            self.cont_names = _check_columns(dataset, conts or [], "continuous")
-            self.input_names = list(dict.fromkeys([*self.cat_names, *self.cont_names]))
-        self.sparse_names = list(sparse_names or [])
-        self.sparse_max = widths(sparse_max)
-        self.sparse_as_dense = bool(sparse_as_dense)
-        self.transforms = transforms
-        role_dtype = {**{n: "int64" for n in self.cat_names}, **{n: "float32" for n in self.cont_names}}
-        specs = []
-        for name in dict.fromkeys([*self.input_names, *self.label_names]):
-            column = schema[name]
-            natural = natural_dtype(column.element_dtype)  # raises for strings, naming the dtype
-            dtype = natural if name in self.label_names else role_dtype.get(name, natural)
-            if not column.is_list:
-                if name in self.sparse_names:
-                    raise TypeError(f"sparse_names lists {name!r}, which is not a list (multi-hot) column")
-                specs.append(ColumnSpec(name, dtype))
-                continue
-            if name in self.label_names:
-                raise TypeError(f"target column {name!r} is a list column; targets must be scalar columns")
-            dense = self.sparse_as_dense
-            if dense and name not in self.sparse_max:
-                raise ValueError(f"sparse_as_dense=True needs the padded width of list column {name!r}: pass sparse_max={{{name!r}: ...}}")
-            specs.append(ColumnSpec(name, dtype, is_list=True, width=self.sparse_max.get(name), dense=dense))
-        unknown = [n for n in self.sparse_names if n not in schema]
-        if unknown:
-            raise KeyError(f"sparse_names {unknown} are not in the dataset; its columns are {schema.column_names}")
-        self._setup(dataset, batch_size, shuffle, seed_fn, parts_per_chunk, device, global_size, global_rank, drop_last)
-        self._specs = {spec.name: spec for spec in specs}
-        self._columns = [spec.name for spec in specs]
-        self._builder = DictBuilder(specs)
+        super().__init__(dataset, arguments_of(locals()), DictColumns)
 
-    def _format(self, batch: dict) -> tuple[dict[str, torch.Tensor], Any]:
-        inputs: dict[str, torch.Tensor] = {}
-        for name in self.input_names:
-            column, spec = batch[name], self._specs[name]
-            if not isinstance(column, Ragged):
-                inputs[name] = column
-            elif name in self.sparse_names:
-                inputs[name] = _to_sparse(column, spec.width)
-            else:
-                inputs[f"{name}__values"] = column.values
-                inputs[f"{name}__offsets"] = column.offsets
-        if not self.label_names:
-            targets = None
-        elif len(self.label_names) == 1:
-            targets = batch[self.label_names[0]]
-        else:
-            targets = {name: batch[name] for name in self.label_names}
-        out: Any = (inputs, targets)
-        transforms = [self.transforms] if callable(self.transforms) else list(self.transforms or [])
-        for transform in transforms:
-            out = transform(out)
-        return out
+    @property
+    def input_names(self) -> list[str]:
+        """The columns of ``inputs`` (a list column as its ``__values`` / ``__offsets`` pair)."""
+        return self._columns.input_names
 
-    def _params(self) -> dict[str, Any]:
-        cats, conts = self._given
-        return dict(
-            dataset=self.dataset, batch_size=self.batch_size, shuffle=self.shuffle, seed_fn=self.seed_fn,
-            parts_per_chunk=self.parts_per_chunk, device=self.device, global_size=self.global_size,
-            global_rank=self.global_rank, drop_last=self.drop_last, cats=cats, conts=conts,
-            labels=self.label_names, transforms=self.transforms, sparse_names=self.sparse_names,
-            sparse_max=self.sparse_max, sparse_as_dense=self.sparse_as_dense,
-        )
-
-
-def _to_sparse(column: Ragged, width: int | None) -> torch.Tensor:
-    rows, cols = ragged_coordinates(column)
-    nrows = len(column.host_offsets) - 1
-    if width is None:
-        width = int((column.host_offsets[1:] - column.host_offsets[:-1]).max()) if nrows else 0
-    # Coordinates come sorted by (row, position) without duplicates: the tensor is coalesced
-    # by construction, so the invariant check would only cost time.
-    return torch.sparse_coo_tensor(
-        torch.stack([rows, cols]), column.values, size=(nrows, width), check_invariants=False, is_coalesced=True
-    )
+    @property
+    def transforms(self) -> Any:
+        """``transforms`` as given."""
+        return self._arguments["transforms"]
 
 
 def _identity(batch: Any) -> Any:
     return batch
 
 
+def _only(batches: Sequence[Any]) -> Any:
+    return batches[0]
+
+
 class DLDataLoader(torch.utils.data.DataLoader):
     """A ``torch.utils.data.DataLoader`` over a :class:`TorchAsyncItr` or :class:`Loader`.
 
-    The iterator already yields whole batches, so ``batch_size`` must be None and loading
-    happens in the iterator's own thread (``num_workers=0``). Besides the DataLoader API it
-    offers what fastai's ``Learner`` uses: ``device``, ``to()``, ``one_batch()``, ``new()``,
-    ``n_inp``, ``bs`` and ``n``, so ``DataLoaders(train_dl, valid_dl)`` (or fastai's
-    ``TabularDataLoaders``) can drive ``fit``, ``validate``, ``get_preds``, ``summary`` and
-    ``lr_find``.
+    The iterator already yields whole batches; as in NVTabular (a plain DataLoader subclass),
+    ``batch_size`` says what ``collate_fn`` receives:
+
+    - ``batch_size=1`` (the default, DataLoader's): a list holding one batch, ``[batch]``,
+      which is why NVTabular scripts write ``collate_fn=lambda b: b[0]``;
+    - ``batch_size=None``: the batch itself (``collate_fn=lambda x: x`` passes it on).
+
+    Without a ``collate_fn`` the batch is delivered as the iterator made it, in both modes
+    (a DataLoader's default collate would add a leading dimension of 1 to every tensor).
+    Loading happens in the iterator's own thread (``num_workers=0``). Besides the DataLoader
+    API it offers what fastai's ``Learner`` uses: ``device``, ``to()``, ``one_batch()``,
+    ``new()``, ``n_inp``, ``bs`` and ``n``, so ``DataLoaders(train_dl, valid_dl)`` (or
+    fastai's ``TabularDataLoaders``) can drive ``fit``, ``validate``, ``get_preds``,
+    ``summary`` and ``lr_find``.
 
     Parameters
     ----------
     dataset : TorchAsyncItr or Loader
-    batch_size : None
+    batch_size : 1 or None
     collate_fn : callable, optional
-        Applied to each batch, e.g. ``lambda b: (b[0], b[1], b[2].long())``; default: none.
+        Applied to what ``batch_size`` says, e.g. ``lambda b: (b[0], b[1], b[2].long())``
+        with ``batch_size=None``.
     pin_memory : bool
     num_workers : int
         Must be 0.
@@ -392,19 +269,24 @@ class DLDataLoader(torch.utils.data.DataLoader):
     >>> dl = DLDataLoader(itr, collate_fn=lambda b: (b[0], b[1], b[2].long()), batch_size=None)
     >>> len(dl), dl.device, [b[2].tolist() for b in dl]
     (2, device(type='cpu'), [[0, 1], [1]])
+    >>> [len(b) for b in DLDataLoader(itr, collate_fn=lambda b: b)]  # batch_size=1: a list of one batch
+    [1, 1]
     """
 
     def __init__(
         self,
-        dataset: ChunkLoader,
-        batch_size: None = None,
+        dataset: LoaderBase,
+        batch_size: int | None = 1,
         collate_fn: Callable | None = None,
         pin_memory: bool = False,
         num_workers: int = 0,
         **kwargs: Any,
     ) -> None:
-        if batch_size is not None:
-            raise ValueError("DLDataLoader: the iterator makes the batches; pass batch_size=None")
+        if batch_size is not None and (isinstance(batch_size, bool) or batch_size != 1):
+            raise ValueError(
+                f"DLDataLoader: the iterator makes the batches (batch_size={getattr(dataset, 'batch_size', '?')}); "
+                f"pass batch_size=None (collate_fn gets each batch) or 1 (collate_fn gets [batch]), not {batch_size!r}"
+            )
         if num_workers:
             raise ValueError(
                 "DLDataLoader: num_workers must be 0; the iterator reads ahead in its own thread "
@@ -412,8 +294,9 @@ class DLDataLoader(torch.utils.data.DataLoader):
             )
         self._user_collate = collate_fn
         self._n_inp: int | None = None
+        default = _identity if batch_size is None else _only
         super().__init__(
-            dataset, batch_size=None, collate_fn=collate_fn or _identity, pin_memory=pin_memory, num_workers=0, **kwargs
+            dataset, batch_size=batch_size, collate_fn=collate_fn or default, pin_memory=pin_memory, num_workers=0, **kwargs
         )
 
     @property
@@ -422,11 +305,14 @@ class DLDataLoader(torch.utils.data.DataLoader):
 
     def to(self, device: Any) -> "DLDataLoader":
         """Deliver later epochs' batches on ``device``."""
-        self.dataset.device = resolve_device(device, getattr(self.dataset.dataset, "engine", "pandas"))
+        self.dataset.device = device
         return self
 
     def __len__(self) -> int:
         return len(self.dataset)
+
+    def _collate(self, batch: Any) -> Any:
+        return self.collate_fn(batch if self.batch_size is None else [batch])
 
     @property
     def n_inp(self) -> int:
@@ -461,13 +347,13 @@ class DLDataLoader(torch.utils.data.DataLoader):
             batch = next(iter(probe))
         finally:
             probe.shutdown()
-        return self.collate_fn(batch)
+        return self._collate(batch)
 
-    def new(self, dataset: ChunkLoader | None = None, **kwargs: Any) -> "DLDataLoader":
+    def new(self, dataset: LoaderBase | None = None, **kwargs: Any) -> "DLDataLoader":
         """A DLDataLoader like this one; ``kwargs`` (``shuffle``, ``drop_last``, ...) go to the iterator."""
         if dataset is None:
             dataset = self.dataset.new(**kwargs)
-        return type(self)(dataset, collate_fn=self._user_collate, pin_memory=self.pin_memory)
+        return type(self)(dataset, batch_size=self.batch_size, collate_fn=self._user_collate, pin_memory=self.pin_memory)
 
     def state_dict(self) -> dict[str, Any]:
         """The iterator's :meth:`TorchAsyncItr.state_dict` (for mid-epoch checkpoints)."""
@@ -489,5 +375,5 @@ class DLDataLoader(torch.utils.data.DataLoader):
 
 for _cls in (TorchAsyncItr, Loader):
     if _cls.__doc__:  # None under python -OO
-        _cls.__doc__ = _cls.__doc__.format(shared=_SHARED_DOC)
+        _cls.__doc__ = _cls.__doc__.format(shared=OPTIONS_DOC)
 del _cls

@@ -9,6 +9,9 @@ True
 
 from __future__ import annotations
 
+from tabflow.graph.selector import (
+    ColumnSelector,  # NVTabular 23.08 re-exported it here too
+)
 from tabflow.ops.add_metadata import (
     AddMetadata,
     AddProperties,
@@ -48,6 +51,7 @@ from tabflow.ops.target_encoding import TargetEncoding
 from tabflow.ops.value_count import ValueCount
 
 __all__ = [
+    "ColumnSelector",
     "Operator",
     "StatOperator",
     "NotFittedError",

@@ -25,7 +25,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["InertArgument", "inert_arguments", "warn_inert_arguments", "FittedAlias"]
+__all__ = ["InertArgument", "inert_arguments", "warn_inert_arguments", "warn_extra_keywords", "FittedAlias"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,17 @@ def warn_inert_arguments(op: Any) -> None:
         )
 
 
+def warn_extra_keywords(op: Any, kwargs: dict[str, Any], why: str) -> None:
+    """Warn that keyword arguments an NVTabular op took through ``**kwargs`` (and did not use)
+    have no effect; called at the end of the op's ``__init__``."""
+    if kwargs:
+        warnings.warn(
+            f"{type(op).__name__}({', '.join(sorted(kwargs))}) has no effect in tabflow: {why}",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def _same(value: Any, default: Any) -> bool:
     try:
         return bool(value == default)
@@ -76,7 +87,7 @@ def _with_other_parameters(doc: str, arguments: dict[str, InertArgument]) -> str
         lines.append(f"    {name} : optional, default {argument.default!r}")
         lines.append(f"        Accepted for NVTabular compatibility, no effect: {argument.why}")
     section = "\n".join(lines) + "\n\n"
-    for heading in ("    Attributes\n", "    Notes\n", "    Examples\n"):
+    for heading in ("    Raises\n", "    Attributes\n", "    Notes\n", "    Examples\n"):
         position = doc.find(heading)
         if position != -1:
             return doc[:position] + section + doc[position:]

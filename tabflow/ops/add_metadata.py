@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
 from tabflow.ops.operator import Operator
 from tabflow.schema import Tags
 
@@ -82,35 +83,59 @@ class AddProperties(AddMetadata):
         super().__init__(properties=properties)
 
 
-class TagAsUserID(AddMetadata):
-    """Mark the user id column: tags ``user_id``, ``user`` and ``id``.
+_FIXED_TAGS = InertArgument(None, "the op's tags are fixed (NVTabular 23.08 ignored this argument too)")
+
+
+class _FixedTags(AddMetadata):
+    """An AddMetadata whose tags are fixed by the class (``FIXED_TAGS``).
+
+    NVTabular 23.08's constructors take a ``tags`` argument and ignore it; it is accepted
+    and stored here too, and has no effect.
+    """
+
+    FIXED_TAGS: tuple = ()
+
+    def __init__(self, tags: Any = None) -> None:
+        self.tags = tags
+        self.properties = None
+        warn_inert_arguments(self)
+
+    @property
+    def output_tags(self) -> list[Any]:
+        return list(self.FIXED_TAGS)
+
+
+@inert_arguments(tags=_FIXED_TAGS)
+class TagAsUserID(_FixedTags):
+    """Mark the user id column: tags ``id`` and ``user`` (together, ``Tags.USER_ID``).
 
     Examples
     --------
     >>> from tabflow import ops
+    >>> from tabflow.schema import Tags
     >>> sorted(str(t) for t in ops.TagAsUserID().output_tags)
-    ['id', 'user', 'user_id']
+    ['id', 'user']
     """
 
-    def __init__(self) -> None:
-        super().__init__(tags=[Tags.USER_ID, Tags.USER, Tags.ID])
+    FIXED_TAGS = (Tags.ID, Tags.USER)
 
 
-class TagAsItemID(AddMetadata):
-    """Mark the item id column: tags ``item_id``, ``item`` and ``id``.
+@inert_arguments(tags=_FIXED_TAGS)
+class TagAsItemID(_FixedTags):
+    """Mark the item id column: tags ``id`` and ``item`` (together, ``Tags.ITEM_ID``).
 
     Examples
     --------
     >>> from tabflow import ops
     >>> sorted(str(t) for t in ops.TagAsItemID().output_tags)
-    ['id', 'item', 'item_id']
+    ['id', 'item']
     """
 
-    def __init__(self) -> None:
-        super().__init__(tags=[Tags.ITEM_ID, Tags.ITEM, Tags.ID])
+    FIXED_TAGS = (Tags.ID, Tags.ITEM)
 
 
-class TagAsUserFeatures(AddMetadata):
+@inert_arguments(tags=_FIXED_TAGS)
+class TagAsUserFeatures(_FixedTags):
     """Mark columns that describe the user: tag ``user``.
 
     Examples
@@ -120,11 +145,11 @@ class TagAsUserFeatures(AddMetadata):
     ['user']
     """
 
-    def __init__(self) -> None:
-        super().__init__(tags=[Tags.USER])
+    FIXED_TAGS = (Tags.USER,)
 
 
-class TagAsItemFeatures(AddMetadata):
+@inert_arguments(tags=_FIXED_TAGS)
+class TagAsItemFeatures(_FixedTags):
     """Mark columns that describe the item: tag ``item``.
 
     Examples
@@ -134,5 +159,4 @@ class TagAsItemFeatures(AddMetadata):
     ['item']
     """
 
-    def __init__(self) -> None:
-        super().__init__(tags=[Tags.ITEM])
+    FIXED_TAGS = (Tags.ITEM,)

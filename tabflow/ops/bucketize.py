@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from numbers import Real
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
+from tabflow.ops._numeric import require_numeric
 from tabflow.ops.hash_bucket import categorical_column
-from tabflow.ops.normalize import _require_numeric
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
+from tabflow.schema.dtypes import is_integer, is_masked, nullable_dtype
 
 __all__ = ["Bucketize"]
 
@@ -23,15 +24,19 @@ class Bucketize(Operator):
     With boundaries ``b_0 < b_1 < ... < b_{k-1}``, a value ``x`` gets bucket ``i`` when
     ``b_{i-1} <= x < b_i``: values below ``b_0`` get 0, values ``>= b_{k-1}`` get ``k``. A
     value equal to a boundary goes to the bucket on the boundary's right (``np.digitize``
-    with ``right=False``, and NVTabular's Bucketize). Nulls stay null, so the output dtype is
-    the nullable ``Int64``; follow with ``ops.FillMissing`` to give nulls a bucket.
+    with ``right=False``, and NVTabular's Bucketize).
 
-    The output is tagged categorical with ``cardinality`` ``k + 1``.
+    The output is int32, as in NVTabular 23.08, tagged categorical (which replaces a
+    continuous tag) with ``cardinality`` ``k + 1``. Nulls stay null (NVTabular put them in
+    the last bucket): an input that can hold nulls (floats, masked integers) gives the
+    nullable ``Int32`` (plain int32 with nulls on the cuDF engine), an input that cannot
+    (``int64``) gives ``int32``. Follow with ``ops.FillMissing`` to give nulls a bucket.
 
     Parameters
     ----------
-    boundaries : list of numbers, or dict of column -> list
-        Increasing boundaries, for every column or per column.
+    boundaries : list of numbers, dict of column -> list, or callable
+        Increasing boundaries: for every column, per column, or ``boundaries(column_name)``
+        returning the list (as NVTabular accepted).
 
     Examples
     --------
@@ -40,11 +45,15 @@ class Bucketize(Operator):
     >>> from tabflow import ops
     >>> df = pd.DataFrame({"age": [5, 18, 30, 65, None]})
     >>> wf = nvt.Workflow(["age"] >> ops.Bucketize([18, 65]))
-    >>> wf.fit_transform(df)["age"].tolist()
-    [0, 1, 1, 2, <NA>]
+    >>> out = wf.fit_transform(df)
+    >>> out["age"].tolist(), str(out["age"].dtype)
+    ([0, 1, 1, 2, <NA>], 'Int32')
+    >>> nvt.Workflow(["n"] >> ops.Bucketize(lambda col: [0, 10])).fit_transform(
+    ...     pd.DataFrame({"n": [-5, 0, 5, 10, 15]}))["n"].tolist()
+    [0, 1, 1, 2, 2]
     """
 
-    def __init__(self, boundaries: Sequence[float] | Mapping[str, Sequence[float]]) -> None:
+    def __init__(self, boundaries: Sequence[float] | Mapping[str, Sequence[float]] | Callable[[str], Sequence[float]]) -> None:
         self.boundaries = boundaries
 
     def _boundaries(self, name: str) -> list[float]:
@@ -52,6 +61,8 @@ class Bucketize(Operator):
             if name not in self.boundaries:
                 raise KeyError(f"Bucketize boundaries have no entry for column {name!r}")
             bounds = self.boundaries[name]
+        elif callable(self.boundaries):
+            bounds = self.boundaries(name)
         else:
             bounds = self.boundaries
         if isinstance(bounds, (str, bytes)) or not isinstance(bounds, Sequence) and not hasattr(bounds, "tolist"):
@@ -64,7 +75,7 @@ class Bucketize(Operator):
         return [float(b) for b in bounds]
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
-        _require_numeric(input_schema, col_selector, "Bucketize")
+        require_numeric(input_schema, col_selector, "Bucketize")
         for name in col_selector.names:
             self._boundaries(name)
 
@@ -75,12 +86,22 @@ class Bucketize(Operator):
         for name in col_selector.names:
             values = backend.to_float(df[name], "float64").values
             bounds = xp.asarray(self._boundaries(name), dtype=xp.float64)
-            index = xp.searchsorted(bounds, values, side="right").astype(xp.int64)
-            bucket = backend.astype(backend.series(index, index=df.index, name=name), "Int64")
-            null = backend.series(xp.isnan(values), index=df.index, name=name)
-            out[name] = bucket.mask(null)
+            index = xp.searchsorted(bounds, values, side="right").astype(xp.int32)
+            bucket = backend.astype(backend.series(index, index=df.index, name=name), _output_dtype(backend.canonical_dtype(df[name].dtype)))
+            null = xp.isnan(values)
+            if bool(null.any()):
+                # Only a column whose dtype can hold nulls has any (on cuDF, every column).
+                bucket = bucket.mask(backend.series(null, index=df.index, name=name))
+            out[name] = bucket
         return backend.frame_from_dict(out, index=df.index)
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         column = super().compute_column_schema(col_name, input_schema)
-        return categorical_column(column, len(self._boundaries(col_name)) + 1, False, dtype="Int64", hashed=False)
+        dtype = _output_dtype(str(input_schema[col_name].dtype))
+        return categorical_column(column, len(self._boundaries(col_name)) + 1, False, dtype=dtype)
+
+
+def _output_dtype(input_dtype: str) -> str:
+    """int32, or its nullable name when the input can hold nulls (floats, masked integers)."""
+    plain_integer = is_integer(input_dtype) and not is_masked(input_dtype)
+    return "int32" if plain_integer else nullable_dtype("int32")

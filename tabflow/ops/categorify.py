@@ -28,7 +28,6 @@ _ENCODE_TYPES = ("joint", "combo")
     search_sorted=InertArgument(False, "values are always looked up in a hash table kept in memory"),
     cat_cache=InertArgument("host", "vocabularies are kept in host memory and moved to the data's engine once"),
     on_host=InertArgument(True, "vocabularies are always kept in host memory"),
-    na_sentinel=InertArgument(None, "nulls always get index 1"),
     tree_width=InertArgument(
         None, "deprecated in NVTabular 23.08 too; use split_every (fan-in of the count merge) and split_out "
         "(files per vocabulary)", FutureWarning,
@@ -51,27 +50,6 @@ class Categorify(StatOperator):
     ----------
     freq_threshold : int or dict, default 0
         Minimum count for a value to get its own index (per column with a dict).
-    encode_type : {"joint", "combo"}, default "joint"
-        How a column group such as ``[["a", "b"]]`` is encoded. ``"joint"``: the group's
-        columns share one vocabulary and keep their names. ``"combo"``: each distinct
-        combination of values is one category, in a column named ``"a_b"``; a row whose
-        values are all null is null.
-    num_buckets : int or dict, optional
-        Number of OOV indices. OOV values are spread over them by tabflow's stable hash
-        (xxHash64, see :mod:`tabflow.backends._hashing`): OOV index ``2 + hash % num_buckets``,
-        the bucket :class:`~tabflow.ops.HashBucket` gives, on every machine and engine.
-    max_size : int or dict, default 0
-        Total embedding table size, padding, null and OOV rows included: at most
-        ``max_size - 2 - num_buckets`` values get their own index. 0 means no limit.
-    vocabs : dict, optional
-        ``{column or group name: values}``: use these values, in this order, instead of
-        fitting. ``freq_threshold`` and ``max_size`` do not apply to them.
-    dtype : str, optional
-        Integer dtype of the output (default ``"int64"``).
-    name_sep : str, default "_"
-        Separator of group names (``"a_b"``).
-    start_index : int, default 0
-        Accepted for compatibility; the convention above is fixed, so only 0 is valid.
     out_path : str or path, optional
         Local directory under which fitting writes each vocabulary as parquet, in
         NVTabular 23.08's layout: ``categories/unique.<name>.parquet`` (the values, index =
@@ -79,6 +57,38 @@ class Categorify(StatOperator):
         Notes. Nothing is written when it is None (NVTabular wrote to ``"./"`` then). The
         files are for reading only: the workflow keeps its vocabularies in ``vocabs_`` and
         saves them itself.
+    dtype : str, optional
+        Integer dtype of the output (default ``"int64"``).
+    encode_type : {"joint", "combo"}, default "joint"
+        How a column group such as ``[["a", "b"]]`` is encoded. ``"joint"``: the group's
+        columns share one vocabulary and keep their names. ``"combo"``: each distinct
+        combination of values is one category, in a column named ``"a_b"``; a row whose
+        values are all null is null.
+    name_sep : str, default "_"
+        Separator of group names (``"a_b"``).
+    num_buckets : int or dict, optional
+        Number of OOV indices. OOV values are spread over them by tabflow's stable hash
+        (xxHash64, see :mod:`tabflow.backends._hashing`): OOV index ``2 + hash % num_buckets``,
+        the bucket :class:`~tabflow.ops.HashBucket` gives, on every machine and engine.
+    vocabs : dict, optional
+        ``{column or group name: values}``: use these values, in this order, instead of
+        fitting. ``freq_threshold`` and ``max_size`` do not apply to them.
+    max_size : int or dict, default 0
+        Total embedding table size, padding, null and OOV rows included: at most
+        ``max_size - 2 - num_buckets`` values get their own index. 0 means no limit.
+    single_table : bool, default False
+        Lay the vocabularies of all the op's columns out one after another in one index
+        space, for models with a single embedding table shared by every feature (as
+        NVTabular's ``single_table``): the first vocabulary keeps the convention above, and
+        each next one's block (its null index, its OOV indices, its values) starts after the
+        previous block's last index. Index 0 (padding) is shared; every column's
+        ``cardinality`` is then the size of the whole table, and ``domain["name"]`` is
+        ``"single_table"``.
+    cardinality_memory_limit : int or str, optional
+        Bytes (``"2GB"`` style strings accepted) above which the value counts of one
+        vocabulary, measured in host memory once merged, raise a ``UserWarning``: they are
+        held in a single process, so a larger table risks running out of memory. Default:
+        12.5% of the machine's memory, as in NVTabular. Only a warning; nothing is spilled.
     split_out : int or dict, default 1
         Number of files each vocabulary is written in under ``out_path``: above 1,
         ``unique.<name>.parquet`` is a directory of up to that many ``part.N.parquet``
@@ -89,19 +99,20 @@ class Categorify(StatOperator):
         tables are summed in one group-by (2 gives pairwise merges, the least memory per
         step). The workflow's task tree hands over at most 8 partials per task, so values
         above 8 act as 8.
-    cardinality_memory_limit : int or str, optional
-        Bytes (``"2GB"`` style strings accepted) above which the value counts of one
-        vocabulary, measured in host memory once merged, raise a ``UserWarning``: they are
-        held in a single process, so a larger table risks running out of memory. Default:
-        12.5% of the machine's memory, as in NVTabular. Only a warning; nothing is spilled.
-    single_table : bool, default False
-        Lay the vocabularies of all the op's columns out one after another in one index
-        space, for models with a single embedding table shared by every feature (as
-        NVTabular's ``single_table``): the first vocabulary keeps the convention above, and
-        each next one's block (its null index, its OOV indices, its values) starts after the
-        previous block's last index. Index 0 (padding) is shared; every column's
-        ``cardinality`` is then the size of the whole table, and ``domain["name"]`` is
-        ``"single_table"``.
+    start_index : int, default 0
+        Accepted for compatibility; the convention above is fixed, so only 0 is valid (anything
+        else is a ValueError when the workflow is fitted, as NVTabular 23.08 rejected it).
+    na_sentinel : optional
+        Must be None: nulls always get index 1 (NVTabular 23.08 rejected the argument too).
+
+    Raises
+    ------
+    ValueError
+        When the workflow is fitted (or its schema resolved), for the settings NVTabular
+        23.08 refused when the op was built: ``start_index`` other than 0, ``na_sentinel``,
+        ``freq_threshold`` together with ``max_size``, ``num_buckets`` of 0 (or not an
+        integer >= 1), ``encode_type`` other than "joint" or "combo", ``search_sorted=True``
+        with ``freq_threshold``, and ``vocabs`` with ``encode_type="combo"``.
 
     Attributes
     ----------
@@ -183,42 +194,44 @@ class Categorify(StatOperator):
     def __init__(
         self,
         freq_threshold: int | Mapping[str, int] = 0,
-        encode_type: str = "joint",
-        num_buckets: int | Mapping[str, int] | None = None,
-        max_size: int | Mapping[str, int] = 0,
-        vocabs: Mapping[str, Any] | None = None,
-        dtype: Any = None,
-        name_sep: str = "_",
-        start_index: int = 0,
-        search_sorted: bool = False,
         out_path: str | None = None,
         cat_cache: Any = "host",
+        dtype: Any = None,
         on_host: bool = True,
-        na_sentinel: Any = None,
+        encode_type: str = "joint",
+        name_sep: str = "_",
+        search_sorted: bool = False,
+        num_buckets: int | Mapping[str, int] | None = None,
+        vocabs: Mapping[str, Any] | None = None,
+        max_size: int | Mapping[str, int] = 0,
         single_table: bool = False,
         cardinality_memory_limit: int | str | None = None,
         tree_width: Any = None,
         split_out: int | Mapping[str, int] = 1,
         split_every: int | Mapping[str, int] = 8,
+        start_index: int = 0,
+        na_sentinel: Any = None,
     ) -> None:
+        # The positional order is NVTabular 23.08's; start_index and na_sentinel, which it
+        # took through **kwargs only to reject them, come last.
         self.freq_threshold = freq_threshold
-        self.encode_type = encode_type
-        self.num_buckets = num_buckets
-        self.max_size = max_size
-        self.vocabs = vocabs
-        self.dtype = dtype
-        self.name_sep = name_sep
-        self.start_index = start_index
-        self.search_sorted = search_sorted
         self.out_path = out_path
         self.cat_cache = cat_cache
+        self.dtype = dtype
         self.on_host = on_host
-        self.na_sentinel = na_sentinel
+        self.encode_type = encode_type
+        self.name_sep = name_sep
+        self.search_sorted = search_sorted
+        self.num_buckets = num_buckets
+        self.vocabs = vocabs
+        self.max_size = max_size
         self.single_table = single_table
         self.cardinality_memory_limit = cardinality_memory_limit
         self.tree_width = tree_width
         self.split_out = split_out
         self.split_every = split_every
+        self.start_index = start_index
+        self.na_sentinel = na_sentinel
         warn_inert_arguments(self)
 
     # ----------------------------------------------------------------- helpers
@@ -246,6 +259,54 @@ class Categorify(StatOperator):
         if self.single_table:
             return _table_size(self.vocabs_, self.oov_slots_)
         return len(self.vocabs_[unit.key]) + self.oov_slots_[unit.key] + 2
+
+    def get_embedding_sizes(self, columns: Any) -> dict[str, tuple[int, int]]:
+        """``{column: (cardinality, embedding dimension)}`` of fitted columns, as NVTabular's
+        ``Categorify.get_embedding_sizes``; a name may be an output column or a vocabulary
+        (``"a_b"`` for a group).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import tabflow as nvt
+        >>> from tabflow import ops
+        >>> op = ops.Categorify()
+        >>> _ = nvt.Workflow(["c"] >> op).fit(pd.DataFrame({"c": ["a", "b", "c", None]}))
+        >>> op.get_embedding_sizes(["c"])
+        {'c': (6, 16)}
+        """
+        self.check_is_fitted()
+        names = [columns] if isinstance(columns, str) else list(columns)
+        sizes = {}
+        for name in names:
+            column = name if name in self.encodings_ else next((c for c, k in self.encodings_.items() if k == name), None)
+            if column is None:
+                raise KeyError(f"Categorify did not encode {name!r}; it encoded {sorted(self.encodings_)}")
+            cardinality = self.cardinality(column)
+            sizes[name] = (cardinality, _vocab.embedding_dimension(cardinality))
+        return sizes
+
+    @property
+    def categories(self) -> dict[str, Any]:
+        """NVTabular's fitted ``categories``: per vocabulary (a column, or ``"a_b"`` for a
+        group), the path of its ``unique.<name>.parquet`` file under ``out_path``.
+
+        Without ``out_path`` nothing is written (NVTabular wrote under ``"./"``), and each
+        entry is that file's content instead: a host frame of the values with the encoded
+        index as index. Empty before fitting, as NVTabular's was.
+        """
+        if not self.fitted:
+            return {}
+        if self.out_path is not None:
+            return {key: _vocab_files.unique_path(self.out_path, key) for key in self.vocabs_}
+        tables = {}
+        for key, vocab in self.vocabs_.items():
+            combo = key in self.combo_inputs_
+            unit = _vocab.Unit(key, tuple(self.combo_inputs_[key]) if combo else (key,), (), combo=combo)
+            host = backend_for(vocab).to_host(vocab)
+            counted = bool(host[_vocab.COUNT].notna().all())  # user-given vocabs have no counts
+            tables[key] = _vocab_files.unique_table(unit, host, self.oov_slots_[key], counted, self._shift(key))
+        return tables
 
     def _shift(self, key: str) -> int:
         # Workflows saved before single_table existed have no offsets_.
@@ -280,7 +341,22 @@ class Categorify(StatOperator):
         if self.encode_type not in _ENCODE_TYPES:
             raise ValueError(f"encode_type must be one of {_ENCODE_TYPES}, got {self.encode_type!r}")
         if self.start_index not in (0, None):
-            raise ValueError("start_index must be 0: index 0 is padding, 1 null and 2 the first OOV index")
+            raise ValueError(
+                "start_index is not supported (NVTabular 23.08 rejected it too): index 0 is always padding, "
+                "1 null and 2 the first OOV index"
+            )
+        if self.na_sentinel is not None:
+            raise ValueError(
+                "na_sentinel is not supported (NVTabular 23.08 rejected it too): nulls always get index 1, "
+                "and OOV values index 2 (or the num_buckets indices after it)"
+            )
+        if self.freq_threshold and self.max_size:
+            raise ValueError("freq_threshold and max_size cannot be used together: choose one way to limit the vocabulary")
+        if self.search_sorted and self.freq_threshold:
+            raise ValueError("search_sorted=True cannot be used with freq_threshold (as in NVTabular 23.08)")
+        for name, value in (("num_buckets", self.num_buckets), ("max_size", self.max_size)):
+            if not (value is None or isinstance(value, (Mapping, int, np.integer))) or isinstance(value, bool):
+                raise ValueError(f"{name} must be an int or a dict of them, got {type(value).__name__}: {value!r:.60}")
         if self.dtype is not None and np.dtype(self.dtype).kind not in "iu":
             raise TypeError(f"dtype must be an integer dtype, got {self.dtype!r}")
         if self.vocabs is not None and self.encode_type == "combo":
@@ -289,7 +365,10 @@ class Categorify(StatOperator):
             _vocab.check_dtypes(unit, input_schema)
             n_oov = _vocab.per_column(self.num_buckets, unit)
             if n_oov is not None and (not isinstance(n_oov, (int, np.integer)) or n_oov < 1):
-                raise ValueError(f"num_buckets for {unit.key!r} must be an integer >= 1 or None, got {n_oov!r}")
+                raise ValueError(
+                    f"num_buckets for {unit.key!r} must be an integer >= 1 or None, got {n_oov!r} "
+                    "(None gives a single OOV index)"
+                )
             max_size = _vocab.per_column(self.max_size, unit, 0)
             if max_size and max_size < self._n_oov(unit) + 2:
                 raise ValueError(f"max_size {max_size} for {unit.key!r} leaves no room for padding, null and OOV rows")

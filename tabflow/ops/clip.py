@@ -10,7 +10,7 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops.normalize import _require_numeric
+from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
 
@@ -57,7 +57,7 @@ class Clip(Operator):
                 raise TypeError(f"Clip {label} must be a number, got {bound!r}")
         if self.min_value is not None and self.max_value is not None and self.min_value > self.max_value:
             raise ValueError(f"Clip min_value ({self.min_value}) is greater than max_value ({self.max_value})")
-        _require_numeric(input_schema, col_selector, "Clip")
+        require_numeric(input_schema, col_selector, "Clip")
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         backend = backend_for(df)

@@ -8,7 +8,7 @@ import numpy as np
 
 from tabflow.backends import backend_for, get_backend
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops.normalize import _require_numeric
+from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
 
@@ -28,7 +28,7 @@ class ColumnSimilarity(Operator):
     ``df_j`` the rows where column ``j`` is non-zero, then rows L2-normalised: the cosine
     similarity of tf-idf vectors). Null ids and ids outside the matrix give a null
     similarity. Select pairs as column groups: ``[["item_a", "item_b"]] >> ColumnSimilarity(m)``;
-    the output column is ``<left>_<right>_sim`` (float32).
+    the output column is ``<left>_<right>_sim`` (float64, NVTabular 23.08's ``float``).
 
     Parameters
     ----------
@@ -36,8 +36,10 @@ class ColumnSimilarity(Operator):
     right_features : scipy.sparse matrix, optional
         Must have as many columns as ``left_features``.
     metric : {"tfidf", "cosine", "inner"}, default "tfidf"
-    on_device : bool, default False
-        On the GPU engine, compute on the GPU (cupyx) rather than on the host.
+    on_device : bool, default True
+        NVTabular 23.08's default. True lets the data's engine compute the products (the
+        cuDF backend gathers the rows on the host, so the matrices need no GPU memory);
+        False always uses the pandas engine's host path. The results are the same.
 
     Examples
     --------
@@ -51,7 +53,7 @@ class ColumnSimilarity(Operator):
     [0.5, 1.0, 0.5]
     """
 
-    def __init__(self, left_features: Any, right_features: Any = None, metric: str = "tfidf", on_device: bool = False) -> None:
+    def __init__(self, left_features: Any, right_features: Any = None, metric: str = "tfidf", on_device: bool = True) -> None:
         self.left_features = left_features
         self.right_features = right_features
         self.metric = metric
@@ -71,7 +73,7 @@ class ColumnSimilarity(Operator):
             raise ValueError(
                 f"left_features has {self.left_features.shape[1]} columns but right_features has {right.shape[1]}"
             )
-        _require_numeric(input_schema, col_selector, "ColumnSimilarity")
+        require_numeric(input_schema, col_selector, "ColumnSimilarity")
 
     def _matrices(self) -> tuple[Any, Any]:
         # Weighted, normalised copies are derived from the parameters once per process.
@@ -91,7 +93,7 @@ class ColumnSimilarity(Operator):
             ids_a = backend.to_host(backend.to_numpy(backend.to_float(df[a], "float64")))
             ids_b = backend.to_host(backend.to_numpy(backend.to_float(df[b], "float64")))
             valid = (ids_a >= 0) & (ids_a < left.shape[0]) & (ids_b >= 0) & (ids_b < right.shape[0])
-            similarity = np.full(len(df), np.nan, dtype=np.float32)
+            similarity = np.full(len(df), np.nan, dtype=np.float64)
             if valid.any():
                 dots = compute.sparse_rowwise_dot(left, ids_a[valid].astype(np.int64), right, ids_b[valid].astype(np.int64))
                 similarity[valid] = compute.to_host(dots)
@@ -101,8 +103,8 @@ class ColumnSimilarity(Operator):
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         return {f"{a}_{b}_sim": [a, b] for a, b in self._pairs(col_selector)}
 
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
-        return Schema([ColumnSchema(name, dtype="float32", tags={Tags.CONTINUOUS}) for name in self.column_mapping(col_selector)])
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
+        return Schema([ColumnSchema(name, dtype="float64", tags={Tags.CONTINUOUS}) for name in self.column_mapping(col_selector)])
 
 
 def _weigh(matrix: Any, metric: str) -> Any:

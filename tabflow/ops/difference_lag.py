@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
-from tabflow.ops.normalize import _require_numeric
+from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
 
@@ -23,7 +23,8 @@ class DifferenceLag(Operator):
     of a group in a partition get nulls. Make that so with
     ``dataset.shuffle_by_keys(partition_cols)`` followed by a per-partition sort, or write
     the data sorted by key into files split at key boundaries. A null key never matches
-    (its rows get nulls). Output columns are ``<col>_difference_lag_<shift>`` (float64);
+    (its rows get nulls). Output columns are ``<col>_difference_lag_<shift>`` (float32, as in
+    NVTabular 23.08; the difference is computed in float64 first);
     the op outputs only these columns.
 
     Parameters
@@ -59,7 +60,7 @@ class DifferenceLag(Operator):
         if not self._shifts() or not all(isinstance(s, int) and s != 0 for s in self._shifts()):
             raise ValueError(f"DifferenceLag shift must be a non-zero integer or a list of them, got {self.shift!r}")
         gs.require_columns(input_schema, gs.as_names(self.partition_cols), "partition_cols", "DifferenceLag")
-        _require_numeric(input_schema, col_selector, "DifferenceLag")
+        require_numeric(input_schema, col_selector, "DifferenceLag")
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         backend = backend_for(df)
@@ -73,11 +74,11 @@ class DifferenceLag(Operator):
                 same = equal if same is None else same & equal
             for name in col_selector.names:
                 values = backend.to_float(df[name], "float64")
-                out[f"{name}_difference_lag_{shift}"] = (values - values.shift(shift)).where(same)
+                out[f"{name}_difference_lag_{shift}"] = backend.astype((values - values.shift(shift)).where(same), "float32")
         return backend.frame_from_dict(out, index=df.index)
 
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         return {f"{n}_difference_lag_{s}": [n] for s in self._shifts() for n in col_selector.names}
 
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
-        return Schema([ColumnSchema(name, dtype="float64", tags={Tags.CONTINUOUS}) for name in self.column_mapping(col_selector)])
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
+        return Schema([ColumnSchema(name, dtype="float32", tags={Tags.CONTINUOUS}) for name in self.column_mapping(col_selector)])

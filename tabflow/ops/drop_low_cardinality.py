@@ -1,72 +1,63 @@
-"""DropLowCardinality: drop columns that hold too few distinct values to be useful."""
+"""DropLowCardinality: drop encoded categorical columns whose domain is too small to be useful."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops.operator import StatOperator
-from tabflow.schema import Schema
+from tabflow.ops.operator import Operator
+from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["DropLowCardinality"]
 
 
-class DropLowCardinality(StatOperator):
-    """Drop every column with fewer than ``min_cardinality`` distinct non-null values.
+class DropLowCardinality(Operator):
+    """Drop the categorical columns whose schema ``domain`` has ``max < min_cardinality``.
 
-    The default drops constant (and all-null) columns. List columns count distinct
-    elements. Which columns are dropped is learnt by fitting, so the workflow's output
-    schema is final only after ``fit``: before it, every selected column is listed.
-
-    Fitting keeps at most ``min_cardinality`` distinct values per column and partition, so
-    it stays cheap on high-cardinality columns.
+    NVTabular 23.08's rule, read from the schema alone (no statistics are fitted): a column
+    tagged categorical whose ``domain`` property is known, as ops such as
+    :class:`~tabflow.ops.Categorify` (``max`` = cardinality - 1, padding, null and OOV
+    indices included), :class:`~tabflow.ops.HashBucket` or :class:`~tabflow.ops.Bucketize`
+    record it, is dropped when ``domain["max"]`` is below ``min_cardinality``. Every other
+    column (not categorical, or with no domain) passes through. With the default 4, a column
+    that Categorify encoded from a single value (or none) is dropped: its indices are
+    padding, null, OOV and that value (``max`` 3).
 
     Parameters
     ----------
-    min_cardinality : int, default 2
+    min_cardinality : int, default 4
+        NVTabular 23.08's default.
 
     Examples
     --------
     >>> import pandas as pd
     >>> import tabflow as nvt
     >>> from tabflow import ops
-    >>> df = pd.DataFrame({"a": [1, 2, 3], "const": [7, 7, 7], "empty": [None, None, None]})
-    >>> wf = nvt.Workflow(["a", "const", "empty"] >> ops.DropLowCardinality())
-    >>> list(wf.fit_transform(df).columns)
-    ['a']
+    >>> df = pd.DataFrame({"one": ["a", "a", "a"], "two": ["a", "b", "a"], "x": [1.0, 1.0, 1.0]})
+    >>> features = (["one", "two"] >> ops.Categorify()) + ["x"]
+    >>> list(nvt.Workflow(features >> ops.DropLowCardinality()).fit_transform(df).columns)
+    ['two', 'x']
     """
 
-    def __init__(self, min_cardinality: int = 2) -> None:
+    def __init__(self, min_cardinality: int = 4) -> None:
         self.min_cardinality = min_cardinality
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
-        if not isinstance(self.min_cardinality, int) or isinstance(self.min_cardinality, bool) or self.min_cardinality < 1:
-            raise ValueError(f"DropLowCardinality min_cardinality must be an integer >= 1, got {self.min_cardinality!r}")
+        value = self.min_cardinality
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"DropLowCardinality min_cardinality must be an integer >= 0, got {value!r}")
 
-    def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, list[Any]]:
-        backend = backend_for(df)
-        partial = {}
-        for name in col_selector.names:
-            distinct = backend.to_host(backend.value_counts(df[name]).index[: self.min_cardinality])
-            partial[name] = list(distinct)
-        return partial
+    def _keeps(self, column: ColumnSchema) -> bool:
+        if Tags.CATEGORICAL not in column.tags:
+            return True
+        domain = column.properties.get("domain")
+        high = domain.get("max") if hasattr(domain, "get") else None
+        return high is None or high >= self.min_cardinality
 
-    def combine_partials(self, partials: list[dict]) -> dict[str, list[Any]]:
-        combined = {}
-        for name in partials[0]:
-            # Only "at least min_cardinality distinct values" matters, so a few suffice.
-            seen = dict.fromkeys(v for p in partials for v in p[name])
-            combined[name] = list(seen)[: self.min_cardinality]
-        return combined
-
-    def fit_finalize(self, partial: dict[str, list[Any]]) -> None:
-        self.dropped_columns_ = [name for name, values in partial.items() if len(values) < self.min_cardinality]
-
-    def output_column_names(self, col_selector: ColumnSelector) -> ColumnSelector:
-        dropped = set(getattr(self, "dropped_columns_", ()))
-        return ColumnSelector([name for name in col_selector.names if name not in dropped])
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
+        return Schema([input_schema[name] for name in col_selector.names if self._keeps(input_schema[name])])
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
-        self.check_is_fitted()
-        return df[self.output_column_names(col_selector).names]
+        # Which columns go is decided by the schema (compute_output_schema); the workflow
+        # keeps the declared output columns of what transform returns.
+        return df[col_selector.names]

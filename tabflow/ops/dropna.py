@@ -16,7 +16,8 @@ class Dropna(Operator):
     outputs: use it on the whole selection (``all_columns >> ops.Dropna()``) or after the
     concatenation (``(cats + conts) >> ops.Dropna()``). Combining a filtered branch with an
     unfiltered one (``(a >> ops.Dropna()) + b``) raises a clear error when the row counts
-    differ. A null list counts as null; an empty list does not.
+    differ. A null list counts as null; an empty list does not. The rows kept get a new
+    index ``0 .. n-1`` (per partition), as in NVTabular 23.08.
 
     Examples
     --------
@@ -32,4 +33,5 @@ class Dropna(Operator):
         pass
 
     def transform(self, col_selector: Any, df: Any) -> Any:
-        return df[col_selector.names].dropna()
+        # The kept rows are renumbered from 0, as NVTabular 23.08's Dropna does.
+        return df[col_selector.names].dropna().reset_index(drop=True)

@@ -10,8 +10,8 @@ import numpy as np
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
+from tabflow.ops._numeric import require_numeric, warn_no_finite_values
 from tabflow.ops.fill_missing import FillsNulls, fill_columns
-from tabflow.ops.normalize import _require_numeric, warn_no_finite_values
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema
 
@@ -66,7 +66,7 @@ class FillMedian(FillsNulls, StatOperator):
         self.add_binary_cols = add_binary_cols
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
-        _require_numeric(input_schema, col_selector, "FillMedian")
+        require_numeric(input_schema, col_selector, "FillMedian")
 
     def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         backend = backend_for(df)

@@ -16,7 +16,8 @@ class Filter(Operator):
 
     ``f`` receives the frame of the selected columns (pandas or cuDF, one partition at a
     time) and returns a boolean mask of the same length (a series or array; null counts as
-    False) or an already filtered frame. As with :class:`Dropna`, a row filter must see
+    False) or an already filtered frame. The rows kept get a new index ``0 .. n-1`` (per
+    partition), as in NVTabular 23.08. As with :class:`Dropna`, a row filter must see
     every output column: apply it to the whole selection, not to one branch of a ``+``.
 
     Saving: as for :class:`LambdaOp`, ``f`` is saved by name when registered with
@@ -50,8 +51,10 @@ class Filter(Operator):
         backend = backend_for(df)
         frame = df[col_selector.names]
         result = self.f(frame)
+        # The kept rows are renumbered from 0, as NVTabular 23.08's Filter does
+        # (``reset_index(drop=True)``), so each output partition has a fresh range index.
         if backend.is_frame(result):
-            return result[col_selector.names]
+            return result[col_selector.names].reset_index(drop=True)
         if len(result) != len(frame):
             raise ValueError(
                 f"Filter function {getattr(self.f, '__name__', self.f)!r} returned {len(result)} values "
@@ -59,7 +62,7 @@ class Filter(Operator):
             )
         if backend.is_series(result):
             result = result.fillna(False).astype(bool).values
-        return frame[result]
+        return frame[result].reset_index(drop=True)
 
     @property
     def label(self) -> str:

@@ -16,7 +16,7 @@ __all__ = ["Groupby"]
 
 _AGGS = ("list", "first", "last", "count", "nunique", "sum", "mean", "median", "min", "max", "std", "var")
 # NVTabular 23.08's output dtypes for these aggregations.
-_FLOAT32_AGGS = ("mean", "median", "std", "var")
+_FLOAT32_AGGS = ("mean", "median", "std", "var", "sum")
 _INT32_AGGS = ("count", "nunique")
 
 
@@ -30,7 +30,8 @@ class Groupby(Operator):
     in NVTabular; even when the value is null), ``"count"`` counts non-null values,
     ``"nunique"`` distinct non-null values, and ``"sum"``, ``"mean"``, ``"median"``,
     ``"min"``, ``"max"``, ``"std"`` and ``"var"`` (ddof=1) summarise them. Counts are int32
-    and ``mean``/``median``/``std``/``var`` float32, NVTabular's dtypes. Output columns are
+    and ``sum``/``mean``/``median``/``std``/``var`` float32, NVTabular's dtypes (a sum of
+    integers is float32 too, exact up to 2**24). Output columns are
     the group columns that are selected, then ``<col><name_sep><agg>``. Output groups are
     sorted by key, null keys last.
 
@@ -144,10 +145,6 @@ class Groupby(Operator):
                 out[name] = "int32"
             elif agg in _FLOAT32_AGGS:
                 out[name] = "float32"
-            elif agg == "sum" and dtype.lower().startswith(("int", "uint")):
-                out[name] = "Int64" if dtype[:1] in "IU" else "int64"
-            elif agg == "sum":
-                out[name] = "float64"
             else:
                 out[name] = dtype
         return out

@@ -17,19 +17,21 @@ __all__ = ["HashBucket"]
 
 
 class HashBucket(Operator):
-    """Replace each value by ``xxhash64(value) % num_buckets`` (an int64 in ``[0, num_buckets)``).
+    """Replace each value by ``xxhash64(value) % num_buckets``, an int32 in ``[0, num_buckets)``.
 
     The hash is tabflow's stable hash (:mod:`tabflow.backends._hashing`): the same value gets
     the same bucket on every run, machine, partitioning and engine. String, integer, boolean
     and float columns are accepted; list columns are hashed element by element into a
-    ``list<int64>`` column. An integral float hashes as its integer (``10.0`` as ``10``);
+    ``list<int32>`` column. The output is int32 as in NVTabular 23.08 (int64 only when
+    ``num_buckets`` exceeds ``2**31``, where int32 would overflow). An integral float hashes as its integer (``10.0`` as ``10``);
     any other float (``10.5``, ``inf``) hashes the 8 little-endian bytes of its float64, so
     ``10.5`` and ``10.9`` do not share ``10``'s bucket. A null value hashes to ``2**64 - 1``, so all nulls share the
     fixed bucket ``(2**64 - 1) % num_buckets`` (a null *list* becomes an empty list).
 
-    The output columns are tagged categorical and hashed, and carry the properties
-    ``num_buckets``, ``cardinality`` (= ``num_buckets``), ``domain`` and ``embedding_sizes``
-    that embedding-size helpers read.
+    The output columns are tagged categorical (which replaces a continuous tag) and carry the
+    properties ``num_buckets``, ``cardinality`` (= ``num_buckets``), ``domain`` (``min`` 0,
+    ``max`` ``num_buckets - 1``, the largest value) and ``embedding_sizes`` that
+    embedding-size helpers read.
 
     Parameters
     ----------
@@ -62,22 +64,29 @@ class HashBucket(Operator):
         backend = backend_for(df)
         out = {}
         for name in col_selector.names:
-            buckets = np.uint64(buckets_for(self.num_buckets, name, "HashBucket"))
+            count = buckets_for(self.num_buckets, name, "HashBucket")
+            buckets, dtype = np.uint64(count), bucket_dtype(count)
             column = df[name]
             if backend.is_list_dtype(column.dtype):
                 _, offsets = backend.list_values_offsets(column)
                 hashed = backend.hash_values(backend.list_values_series(column))
                 out[name] = backend.list_from_values_offsets(
-                    (hashed % buckets).astype(np.int64), offsets, index=df.index, name=name
+                    (hashed % buckets).astype(dtype), offsets, index=df.index, name=name
                 )
             else:
                 hashed = backend.hash_values(column)
-                out[name] = backend.series((hashed % buckets).astype(np.int64), index=df.index, name=name)
+                out[name] = backend.series((hashed % buckets).astype(dtype), index=df.index, name=name)
         return backend.frame_from_dict(out, index=df.index)
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         column = super().compute_column_schema(col_name, input_schema)
-        return categorical_column(column, buckets_for(self.num_buckets, col_name, "HashBucket"), column.is_list)
+        count = buckets_for(self.num_buckets, col_name, "HashBucket")
+        return categorical_column(column, count, column.is_list, dtype=bucket_dtype(count))
+
+
+def bucket_dtype(num_buckets: int) -> str:
+    """NVTabular's int32 for bucket numbers, or int64 when ``num_buckets`` exceeds int32."""
+    return "int32" if num_buckets <= 2**31 else "int64"
 
 
 def buckets_for(num_buckets: Any, key: Any, op_name: str) -> int:
@@ -104,13 +113,11 @@ def require_hashable(column: ColumnSchema, op_name: str) -> None:
     )
 
 
-def categorical_column(
-    column: ColumnSchema, cardinality: int, is_list: bool, dtype: str = "int64", hashed: bool = True
-) -> ColumnSchema:
+def categorical_column(column: ColumnSchema, cardinality: int, is_list: bool, dtype: str) -> ColumnSchema:
     """A categorical output column with ``cardinality`` distinct indices ``0..n-1``."""
     column = column.with_dtype(f"list<{dtype}>" if is_list else dtype)
-    tags = [Tags.CATEGORICAL, *([Tags.HASHED] if hashed else []), *([Tags.LIST] if is_list else [])]
-    column = column.with_tags(*tags)
+    # NVTabular 23.08's tags: CATEGORICAL (+ LIST); it had no "hashed" tag.
+    column = column.with_tags([Tags.CATEGORICAL, *([Tags.LIST] if is_list else [])])
     return column.with_properties(
         num_buckets=cardinality,
         cardinality=cardinality,

@@ -8,7 +8,12 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops.hash_bucket import buckets_for, categorical_column, require_hashable
+from tabflow.ops.hash_bucket import (
+    bucket_dtype,
+    buckets_for,
+    categorical_column,
+    require_hashable,
+)
 from tabflow.ops.list_slice import element_rows
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
@@ -20,7 +25,7 @@ CROSS_SEPARATOR = "_X_"
 
 
 class HashedCross(Operator):
-    """One int64 column per cross: ``combine(hash(a), hash(b), ...) % num_buckets``.
+    """One int32 column per cross: ``combine(hash(a), hash(b), ...) % num_buckets``.
 
     Each column is hashed with tabflow's stable hash (:mod:`tabflow.backends._hashing`) and the
     hashes are folded left to right with the order-dependent
@@ -32,7 +37,12 @@ class HashedCross(Operator):
     ``["a", "b"] >> HashedCross(...)`` is a single cross of all its columns.
 
     A cross may hold one list column: it is crossed element by element with the scalar
-    columns of the row, giving a ``list<int64>`` column with the list's lengths.
+    columns of the row, giving a ``list<int32>`` column with the list's lengths.
+
+    The output is int32 as in NVTabular 23.08 (int64 only above ``2**31`` buckets) and, unlike
+    NVTabular's (which kept no tag), tagged categorical with ``cardinality`` and
+    ``embedding_sizes`` properties, so that loaders and ``get_embedding_sizes`` treat it as
+    the categorical feature it is.
 
     Parameters
     ----------
@@ -98,7 +108,8 @@ class HashedCross(Operator):
         for cross in self._crosses(col_selector):
             name = CROSS_SEPARATOR.join(cross)
             hashed, offsets = _cross_hashes(backend, df, cross)
-            buckets = (hashed % np.uint64(self._buckets(cross))).astype(np.int64)
+            count = self._buckets(cross)
+            buckets = (hashed % np.uint64(count)).astype(bucket_dtype(count))
             if offsets is None:
                 out[name] = backend.series(buckets, index=df.index, name=name)
             else:
@@ -108,8 +119,8 @@ class HashedCross(Operator):
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         cross = tuple(input_schema.column_names)  # the crossed columns, in order
         is_list = any(input_schema[name].is_list for name in cross)
-        column = ColumnSchema(col_name, dtype="int64")
-        return categorical_column(column, self._buckets(cross), is_list)
+        count = self._buckets(cross)
+        return categorical_column(ColumnSchema(col_name, dtype="int64"), count, is_list, dtype=bucket_dtype(count))
 
 
 def _cross_hashes(backend: Any, df: Any, cross: tuple[str, ...]) -> tuple[Any, Any]:

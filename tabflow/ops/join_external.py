@@ -8,7 +8,12 @@ from typing import Any, Sequence
 from tabflow.backends import backend_for, get_backend
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
-from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
+from tabflow.ops._compat import (
+    InertArgument,
+    inert_arguments,
+    warn_extra_keywords,
+    warn_inert_arguments,
+)
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
 from tabflow.schema.dtypes import nullable_dtype
@@ -54,6 +59,9 @@ class JoinExternal(Operator):
         Keep only the first external row of each key.
     kind_ext : {"parquet", "csv"}, optional
         Format of a path ``df_ext`` (default from the file name).
+    **kwargs
+        Accepted as NVTabular 23.08 accepted them (it kept them unused): no effect, a
+        ``UserWarning`` names them.
 
     Examples
     --------
@@ -85,6 +93,7 @@ class JoinExternal(Operator):
         drop_duplicates_ext: bool | None = None,
         kind_ext: str | None = None,
         cache: str = "host",
+        **kwargs: Any,
     ) -> None:
         self.df_ext = df_ext
         self.on = on
@@ -94,7 +103,11 @@ class JoinExternal(Operator):
         self.drop_duplicates_ext = drop_duplicates_ext
         self.kind_ext = kind_ext
         self.cache = cache
+        # NVTabular 23.08 accepted and stored extra keywords without using them; so does tabflow
+        # (they are not parameters: a saved or cloned op does not keep them).
+        self.kwargs = kwargs
         warn_inert_arguments(self)
+        warn_extra_keywords(self, kwargs, "NVTabular 23.08 stored them without using them")
 
     def _keys(self) -> tuple[list[str], list[str]]:
         left = gs.as_names(self.on)

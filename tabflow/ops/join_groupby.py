@@ -8,10 +8,16 @@ from tabflow.backends import backend_for
 from tabflow.graph.node import Node
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
-from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
-from tabflow.ops.normalize import _require_numeric
+from tabflow.ops._compat import (
+    FittedAlias,
+    InertArgument,
+    inert_arguments,
+    warn_inert_arguments,
+)
+from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
+from tabflow.schema.dtypes import nullable_dtype
 
 __all__ = ["JoinGroupby"]
 
@@ -19,6 +25,8 @@ _STATS = ("count", "sum", "mean", "std", "var", "min", "max")
 
 
 @inert_arguments(
+    split_out=InertArgument(None, "the statistics of each key are one in-memory table, not files"),
+    split_every=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
     tree_width=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
     cat_cache=InertArgument("host", "statistics are kept in host memory and moved to the data's engine once"),
     out_path=InertArgument(None, "statistics are kept with the workflow (saved by Workflow.save), not written apart"),
@@ -33,7 +41,11 @@ class JoinGroupby(StatOperator):
     only these new columns. Null keys form a group of their own. A key value not seen during
     ``fit`` gets count 0 and null statistics. ``std`` and ``var`` are sample statistics
     (ddof=1, null for groups with fewer than two values); a group whose values are all null
-    has sum 0 and null mean/std/var/min/max. Statistics are float64, counts int64.
+    has sum 0 and null mean/std/var/min/max.
+
+    Output dtypes are NVTabular 23.08's: counts int32, ``mean``/``std``/``var`` float32, and
+    ``sum``/``min``/``max`` the dtype of the continuous column, in its nullable form for
+    integers (``Int64`` for ``int64``), since unseen keys have no statistics.
 
     Parameters
     ----------
@@ -45,6 +57,13 @@ class JoinGroupby(StatOperator):
     name_sep : str, default "_"
         Joins the names of a column group and the parts of output names.
 
+    Attributes
+    ----------
+    stats_ : dict of str to DataFrame
+        Per key (or key group name): the keys and one column per output statistic, saved as
+        parquet with the workflow. Also readable as NVTabular's ``categories`` (which held
+        the paths of such tables written as parquet files).
+
     Examples
     --------
     >>> import pandas as pd
@@ -55,25 +74,34 @@ class JoinGroupby(StatOperator):
     >>> out = wf.fit_transform(df)
     >>> out.columns.tolist(), out["user_price_mean"].tolist()
     (['user_count', 'user_price_mean'], [2.0, 5.0, 2.0])
+    >>> out.dtypes.astype(str).tolist()
+    ['int32', 'float32']
     """
+
+    # NVTabular's name of the fitted statistics.
+    categories = FittedAlias("stats_")
 
     def __init__(
         self,
         cont_cols: Any = None,
         stats: Sequence[str] = ("count",),
-        tree_width: Any = None,
+        split_out: Any = None,
+        split_every: Any = None,
         cat_cache: Any = "host",
         out_path: str | None = None,
         on_host: bool = True,
         name_sep: str = "_",
+        tree_width: Any = None,
     ) -> None:
         self.cont_cols = cont_cols
         self.stats = stats
-        self.tree_width = tree_width
+        self.split_out = split_out
+        self.split_every = split_every
         self.cat_cache = cat_cache
         self.out_path = out_path
         self.on_host = on_host
         self.name_sep = name_sep
+        self.tree_width = tree_width
         warn_inert_arguments(self)
 
     @property
@@ -123,7 +151,7 @@ class JoinGroupby(StatOperator):
         if any(s != "count" for s in self._stats()) and not conts:
             raise ValueError(f"JoinGroupby needs cont_cols to compute {[s for s in self._stats() if s != 'count']}")
         gs.require_columns(input_schema, conts, "cont_cols", "JoinGroupby")
-        _require_numeric(input_schema, ColumnSelector(conts), "JoinGroupby")
+        require_numeric(input_schema, ColumnSelector(conts), "JoinGroupby")
 
     def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, tuple]:
         conts = self._conts(col_selector, list(df.columns))
@@ -154,11 +182,27 @@ class JoinGroupby(StatOperator):
             table = table if backend_for(table) is backend else backend.from_host(table)
             joined = backend.merge_keep_order(df[list(keys)], table, list(keys), list(keys), how="left")
             count_name = self._names(keys, conts)[("count", None)]
+            dtypes = self._dtypes(keys, conts, {c: backend.canonical_dtype(df[c].dtype) for c in conts})
             for name in self._outputs(keys, conts):
                 column = joined[name]
-                # Unseen keys: no rows were counted, but their statistics are unknown (null).
-                out[name] = column.fillna(0).astype("int64") if name == count_name else column.astype("float64")
+                if name == count_name:
+                    # Unseen keys: no rows were counted, but their statistics are unknown (null).
+                    column = column.fillna(0)
+                out[name] = backend.astype(column, dtypes[name])
         return backend.frame_from_dict(out, index=df.index)
+
+    def _dtypes(self, keys: Sequence[str], conts: Sequence[str], cont_dtypes: dict[str, str]) -> dict[str, str]:
+        """NVTabular 23.08's output dtypes: count int32, mean/std/var float32, sum/min/max the
+        continuous column's dtype (nullable for integers: unseen keys have no statistics)."""
+        names = self._names(keys, conts)
+        dtypes = {names[("count", None)]: "int32"}
+        for c in conts:
+            for stat in self._stats():
+                if stat in ("mean", "std", "var"):
+                    dtypes[names[(stat, c)]] = "float32"
+                elif stat != "count":
+                    dtypes[names[(stat, c)]] = nullable_dtype(cont_dtypes[c])
+        return dtypes
 
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         conts = self._conts(col_selector, [])
@@ -166,9 +210,10 @@ class JoinGroupby(StatOperator):
 
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
         conts = self._conts(col_selector, input_schema.column_names)
+        cont_dtypes = {c: str(input_schema[c].dtype) for c in conts}
         columns = []
         for keys in gs.key_groups(col_selector):
-            count_name = self._names(keys, conts)[("count", None)]
+            dtypes = self._dtypes(keys, conts, cont_dtypes)
             for name in self._outputs(keys, conts):
-                columns.append(ColumnSchema(name, dtype="int64" if name == count_name else "float64", tags={Tags.CONTINUOUS}))
+                columns.append(ColumnSchema(name, dtype=dtypes[name], tags={Tags.CONTINUOUS}))
         return Schema(columns)

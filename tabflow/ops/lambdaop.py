@@ -11,6 +11,7 @@ from tabflow.graph.node import Node, register_function_op
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import Schema
+from tabflow.schema.dtypes import UNKNOWN, is_unknown
 
 __all__ = ["LambdaOp"]
 
@@ -44,7 +45,9 @@ class LambdaOp(Operator):
         Extra columns passed to ``f`` as the second argument (a node's output columns when
         it is a node).
     label : str, optional
-        Name for graph displays.
+        Name for graph displays. When None, :attr:`label` is, as in NVTabular 23.08, the
+        function's name, or the source of a lambda written on one line (``"lambda col: col
+        + 1"``), else ``"LambdaOp"``.
     dtype : str or numpy dtype, optional
         Output dtype of every column.
     tags : list of Tags, optional
@@ -54,6 +57,7 @@ class LambdaOp(Operator):
 
     Examples
     --------
+    >>> import numpy as np
     >>> import pandas as pd
     >>> import tabflow as nvt
     >>> from tabflow import ops
@@ -64,6 +68,8 @@ class LambdaOp(Operator):
     >>> even = nvt.ColumnSelector(["qty"]) >> (lambda col: col % 2 == 0)
     >>> nvt.Workflow(even).fit_transform(df)["qty"].tolist()
     [False, True]
+    >>> ops.LambdaOp(lambda col: col + 1).label, ops.LambdaOp(np.log1p).label
+    ('lambda col: col + 1', 'log1p')
     """
 
     def __init__(
@@ -82,14 +88,21 @@ class LambdaOp(Operator):
         self.tags = tags
         self.properties = properties
 
-    # The base class derives ``label`` from the class name; here it is also a parameter.
+    # ``label`` is a parameter (stored unchanged, as ``_label``) and, read, the display name.
     @property
-    def label(self) -> str | None:
-        return self._label
+    def label(self) -> str:
+        if self._label:
+            return self._label
+        return _function_label(self.f)
 
     @label.setter
     def label(self, value: str | None) -> None:
         self._label = value
+
+    def get_params(self) -> dict[str, Any]:
+        params = super().get_params()
+        params["label"] = self._label  # the parameter as given, not the derived display name
+        return params
 
     @property
     def dependencies(self) -> list[Any] | None:
@@ -100,8 +113,11 @@ class LambdaOp(Operator):
         return [ColumnSelector(list(self.dependency))]
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
+        if self.f is None:
+            raise ValueError("LambdaOp needs a function f(col) or f(col, df); f is None")
         if not callable(self.f):
             raise TypeError(f"LambdaOp needs a callable f, got {self.f!r}")
+        _arity(self.f)  # a function that takes neither one nor two arguments is a ValueError
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         backend = backend_for(df)
@@ -116,7 +132,7 @@ class LambdaOp(Operator):
         return backend.frame_from_dict(out, index=df.index)
 
     def _call(self, df: Any, name: str, col_selector: ColumnSelector) -> Any:
-        if self.dependency is None and not _takes_two_arguments(self.f):
+        if _arity(self.f, self.dependency is not None) == 1:
             return self.f(df[name])
         return self.f(df[name], df[self._dependency_names(df, col_selector)])
 
@@ -149,6 +165,10 @@ class LambdaOp(Operator):
         return True
 
     def _infer_dtypes(self, input_schema: Schema, col_selector: ColumnSelector) -> dict[str, str]:
+        if any(is_unknown(dtype) for dtype in input_schema.dtypes.values()):
+            # No sample can be made of a dtype a hand-written schema left out; fitting on
+            # data, whose dtypes are known, infers the output dtypes.
+            return {name: UNKNOWN for name in col_selector.names}
         backend = get_backend("pandas")
         samples = [backend.sample_frame(input_schema.dtypes, variant) for variant in range(SAMPLE_VARIANTS)]
         dtypes = {}
@@ -184,11 +204,67 @@ def _canonical(dtype: Any) -> str:
     return get_backend("pandas").canonical_dtype(dtype)
 
 
-def _takes_two_arguments(f: Callable[..., Any]) -> bool:
+def _arity(f: Callable[..., Any], has_dependency: bool = False) -> int:
+    """How many arguments ``f`` is called with: 1 (``f(col)``) or 2 (``f(col, df)``).
+
+    Two when ``f`` requires two, or when there is a dependency and ``f`` can take a second
+    positional argument; one otherwise. So, as in NVTabular 23.08, a one-parameter function
+    gets only the column even with a dependency, and a two-parameter one gets the frame;
+    a second parameter with a default (``def f(col, edges=(0, 5))``) is left to its default
+    unless a dependency asks for the frame. ValueError when ``f`` can take neither one nor
+    two arguments (NVTabular 23.08 refused those too).
+    """
+    nin = getattr(f, "nin", None)  # a numpy ufunc: its signature lists out=, where=, ...
+    if isinstance(nin, int):
+        return 2 if nin >= 2 and has_dependency else 1
     try:
-        parameters = inspect.signature(f).parameters.values()
-    except (TypeError, ValueError):  # builtins and ufuncs without a signature take one column
-        return False
+        parameters = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):  # builtins without a signature take one column
+        return 1
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in positional if p.default is p.empty]
-    return len(required) >= 2
+    varargs = any(p.kind is p.VAR_POSITIONAL for p in parameters)
+    if len(required) > 2 or (not positional and not varargs):
+        described = ", ".join(p.name for p in parameters) or "no parameters"
+        raise ValueError(
+            f"LambdaOp's function must take one argument (the column) or two (the column and the frame), "
+            f"but {_function_label(f)!r} takes ({described})"
+        )
+    if len(required) == 2:
+        return 2
+    return 2 if has_dependency and (len(positional) >= 2 or varargs) else 1
+
+
+def _function_label(f: Any) -> str:
+    """NVTabular 23.08's label of a user function: its name, or a one-line lambda's source."""
+    name = getattr(f, "__name__", None)
+    if name and name != "<lambda>":
+        return name
+    try:
+        line = inspect.getsourcelines(f)[0][0]
+    except (OSError, TypeError):  # no source (a REPL, a loaded workflow's code): no label
+        return "LambdaOp"
+    lambdas = [part.strip() for part in line.split(">>") if "lambda " in part]
+    if len(lambdas) == 1 and lambdas[0].count("lambda") == 1:
+        return _balanced(lambdas[0])
+    return "LambdaOp"
+
+
+def _balanced(source: str) -> str:
+    """The lambda out of its line: the text up to where a bracket opened before it closes,
+    so ``ops.LambdaOp(lambda col: col + 1)`` labels ``lambda col: col + 1``."""
+    start = source.index("lambda ")
+    depth, in_body = 0, False
+    for position in range(start, len(source)):
+        char = source[position]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                return source[start:position].strip()
+            depth -= 1
+        elif char == ":" and depth == 0:
+            in_body = True
+        elif char == "," and depth == 0 and in_body:  # commas before the colon separate parameters
+            return source[start:position].strip()
+    return source[start:].strip()

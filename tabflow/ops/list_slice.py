@@ -9,7 +9,7 @@ from typing import Any
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
-from tabflow.schema import ColumnSchema, Schema
+from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["ListSlice"]
 
@@ -25,7 +25,8 @@ class ListSlice(Operator):
     With ``pad=True`` every output list has exactly the slice's length (``n`` for
     ``ListSlice(n)`` and ``ListSlice(-n)``, ``end - start`` for two bounds of the same sign):
     shorter lists are padded on the right with ``pad_value``. The schema then records that
-    fixed length as ``value_count`` min and max. A null list is treated as empty.
+    fixed length as ``value_count`` min and max. A null list is treated as empty. The output
+    columns are tagged ``list``, as in NVTabular.
 
     Parameters
     ----------
@@ -99,6 +100,10 @@ class ListSlice(Operator):
         for name in col_selector.names:
             out[name] = _slice_column(backend, df[name], start, end, self._padded_length(), self.pad_value)
         return backend.frame_from_dict(out, index=df.index)
+
+    @property
+    def output_tags(self) -> list[Any]:
+        return [Tags.LIST]  # as NVTabular 23.08's ListSlice
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         column = super().compute_column_schema(col_name, input_schema)

@@ -8,9 +8,10 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops.normalize import _require_numeric
+from tabflow.ops._numeric import map_values, require_numeric
 from tabflow.ops.operator import Operator
-from tabflow.schema import Schema, Tags
+from tabflow.schema import ColumnSchema, Schema, Tags
+from tabflow.schema.dtypes import list_dtype
 
 __all__ = ["LogOp"]
 
@@ -18,7 +19,8 @@ __all__ = ["LogOp"]
 class LogOp(Operator):
     """Compute ``log(1 + x)`` in float32, compressing heavy-tailed counts and prices.
 
-    Nulls stay null (NaN). The function is only defined for ``x >= -1``: ``x = -1`` gives
+    Nulls stay null (NaN). List columns are transformed element by element and stay lists
+    (``list<float32>``), as in NVTabular. The function is only defined for ``x >= -1``: ``x = -1`` gives
     ``-inf`` and ``x < -1`` gives NaN, silently, exactly as numpy does. Clip first when a
     column can hold such values, e.g. ``cols >> ops.Clip(min_value=0) >> ops.LogOp()``.
 
@@ -37,7 +39,7 @@ class LogOp(Operator):
         pass
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
-        _require_numeric(input_schema, col_selector, "LogOp")
+        require_numeric(input_schema, col_selector, "LogOp", lists=True)
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         backend = backend_for(df)
@@ -45,8 +47,9 @@ class LogOp(Operator):
         # Values below -1 are documented to give NaN; numpy's warning would only be noise.
         with np.errstate(invalid="ignore", divide="ignore"):
             for name in col_selector.names:
-                # np.log on the series (not log1p) is a ufunc both engines dispatch natively.
-                out[name] = np.log(backend.to_float(df[name], "float32") + 1)
+                # np.log on the series (not log1p) is a ufunc both engines dispatch natively;
+                # float32 first, as NVTabular computed it.
+                out[name] = map_values(backend, df[name], lambda values: np.log(backend.to_float(values, "float32") + 1))
         return backend.frame_from_dict(out, index=df.index)
 
     @property
@@ -56,3 +59,7 @@ class LogOp(Operator):
     @property
     def output_tags(self) -> list[Any]:
         return [Tags.CONTINUOUS]
+
+    def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
+        column = super().compute_column_schema(col_name, input_schema)
+        return column.with_dtype(list_dtype("float32") if input_schema[col_name].is_list else "float32")

@@ -1,8 +1,10 @@
-"""Normalize: standardise continuous columns to zero mean and unit variance."""
+"""Normalize: standardise continuous columns to zero mean and unit variance.
+
+NVTabular 23.08 defined ``NormalizeMinMax`` in this module too; it is importable from here.
+"""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -10,10 +12,19 @@ import numpy as np
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
+from tabflow.ops._numeric import (
+    dtype_name,
+    float_output_dtype,
+    map_values,
+    merge_moments,
+    require_numeric,
+    warn_no_finite_values,
+)
+from tabflow.ops.normalize_minmax import NormalizeMinMax
 from tabflow.ops.operator import StatOperator
-from tabflow.schema import Schema, Tags
+from tabflow.schema import ColumnSchema, Schema, Tags
 
-__all__ = ["Normalize"]
+__all__ = ["Normalize", "NormalizeMinMax"]
 
 
 class Normalize(StatOperator):
@@ -21,7 +32,9 @@ class Normalize(StatOperator):
 
     Means and variances are fitted as per-partition (count, mean, M2) moments merged with
     Chan's parallel formula, so fitting on many partitions gives the same result as one.
-    Nulls stay null (NaN). A constant column (std 0) is only centred.
+    Nulls stay null (NaN). A constant column (std 0) is only centred. List columns are
+    normalised element by element with the statistics of all their elements, as in
+    NVTabular, and stay lists.
 
     Infinities: the mean and standard deviation are those of the finite values; ``inf`` and
     ``-inf`` are left out of them as nulls are (one infinity would otherwise make every
@@ -31,8 +44,14 @@ class Normalize(StatOperator):
 
     Parameters
     ----------
-    out_dtype : str, default "float32"
-        Output dtype.
+    out_dtype : str or numpy dtype, optional
+        Output dtype; float64 when None, as in NVTabular 23.08 (the loaders turn it into
+        float32 tensors).
+
+    Attributes
+    ----------
+    means_, stds_ : dict of str to float
+        Fitted statistics (also readable as NVTabular's ``means`` and ``stds``).
 
     Examples
     --------
@@ -40,35 +59,30 @@ class Normalize(StatOperator):
     >>> import tabflow as nvt
     >>> from tabflow import ops
     >>> wf = nvt.Workflow(["x"] >> ops.Normalize())
-    >>> wf.fit_transform(pd.DataFrame({"x": [1.0, 2.0, 3.0, None]}))["x"].tolist()
-    [-1.0, 0.0, 1.0, nan]
+    >>> out = wf.fit_transform(pd.DataFrame({"x": [1.0, 2.0, 3.0, None]}))
+    >>> out["x"].tolist(), str(out["x"].dtype)
+    ([-1.0, 0.0, 1.0, nan], 'float64')
     >>> wf.fit_transform(pd.DataFrame({"x": [1.0, 2.0, 3.0, float("inf")]}))["x"].tolist()
     [-1.0, 0.0, 1.0, inf]
+    >>> wf.output_node.op.means, wf.output_node.op.stds
+    ({'x': 2.0}, {'x': 1.0})
     """
 
     # NVTabular's names of the fitted statistics.
     means = FittedAlias("means_")
     stds = FittedAlias("stds_")
 
-    def __init__(self, out_dtype: str | None = None) -> None:
+    def __init__(self, out_dtype: Any = None) -> None:
         self.out_dtype = out_dtype
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
-        _require_numeric(input_schema, col_selector, "Normalize")
+        require_numeric(input_schema, col_selector, "Normalize", lists=True)
 
     def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, tuple[float, float, float]]:
-        backend = backend_for(df)
-        moments = {}
-        for name in col_selector.names:
-            values = backend.to_numpy(backend.to_float(df[name], "float64"), "float64")
-            values = values[np.isfinite(values)]  # nulls (NaN) and infinities are not counted
-            count = float(values.size)
-            mean = float(values.mean()) if count else 0.0
-            moments[name] = (count, mean, float(((values - mean) ** 2).sum()) if count else 0.0)
-        return moments
+        return {name: finite_moments(backend_for(df), df[name]) for name in col_selector.names}
 
     def combine_partials(self, partials: list[dict]) -> dict[str, tuple[float, float, float]]:
-        return {name: _merge_moments([p[name] for p in partials]) for name in partials[0]}
+        return {name: merge_moments([p[name] for p in partials]) for name in partials[0]}
 
     def fit_finalize(self, partial: dict[str, tuple[float, float, float]]) -> None:
         # A column without a single finite value at fit time has no statistics: it transforms
@@ -80,55 +94,33 @@ class Normalize(StatOperator):
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         self.check_is_fitted()
         backend = backend_for(df)
-        dtype = self.out_dtype or "float32"
+        dtype = self.output_dtype
         out = {}
         for name in col_selector.names:
-            values = backend.to_float(df[name], "float64")
-            std = self.stds_[name]
-            scaled = (values - self.means_[name]) / (std if std > 0 else 1.0)
-            out[name] = scaled.astype(dtype)
+            mean, std = self.means_[name], self.stds_[name]
+            scale = std if std > 0 else 1.0
+            out[name] = map_values(backend, df[name], lambda values: backend.astype((values - mean) / scale, dtype))
         return backend.frame_from_dict(out, index=df.index)
 
     @property
     def output_dtype(self) -> str:
-        return self.out_dtype or "float32"
+        return dtype_name(self.out_dtype) if self.out_dtype is not None else "float64"
 
     @property
     def output_tags(self) -> list[Any]:
         return [Tags.CONTINUOUS]
 
-
-def _merge_moments(moments: list[tuple[float, float, float]]) -> tuple[float, float, float]:
-    count, mean, m2 = 0.0, 0.0, 0.0
-    for n_b, mean_b, m2_b in moments:
-        if n_b == 0:
-            continue
-        total = count + n_b
-        delta = mean_b - mean
-        mean += delta * n_b / total
-        m2 += m2_b + delta * delta * count * n_b / total
-        count = total
-    return count, mean, m2
+    def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
+        column = super().compute_column_schema(col_name, input_schema)
+        return column.with_dtype(float_output_dtype(self.out_dtype, input_schema[col_name].dtype))
 
 
-def warn_no_finite_values(op_name: str, names: list[str], consequence: str) -> None:
-    """UserWarning naming the columns that held no finite value when ``op_name`` was fitted."""
-    if names:
-        warnings.warn(
-            f"{op_name}: column(s) {names} held no finite value when fitted (only nulls or infinities, or no "
-            f"rows), so they {consequence}; fit on data with values, or leave these columns out",
-            UserWarning,
-            stacklevel=3,
-        )
-
-
-def _require_numeric(input_schema: Schema, col_selector: ColumnSelector, op_name: str) -> None:
-    from tabflow.schema.dtypes import is_numeric
-
-    for name in col_selector.names:
-        dtype = input_schema[name].dtype
-        if not is_numeric(dtype):
-            raise TypeError(
-                f"{op_name} needs numeric columns but {name!r} has dtype {dtype}; "
-                "encode it first (e.g. ops.Categorify for strings, ops.HexToInt for hex ids)"
-            )
+def finite_moments(backend: Any, column: Any) -> tuple[float, float, float]:
+    """(count, mean, M2) of the finite values of a numeric or list column."""
+    if backend.is_list_dtype(column.dtype):
+        column = backend.list_values_series(column)
+    values = backend.to_numpy(backend.to_float(column, "float64"), "float64")
+    values = backend.to_host(values[backend.xp.isfinite(values)])  # nulls (NaN) and infinities are not counted
+    count = float(values.size)
+    mean = float(values.mean()) if count else 0.0
+    return count, mean, float(((values - mean) ** 2).sum()) if count else 0.0

@@ -10,9 +10,15 @@ import numpy as np
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
-from tabflow.ops.normalize import _require_numeric, warn_no_finite_values
+from tabflow.ops._numeric import (
+    dtype_name,
+    float_output_dtype,
+    map_values,
+    require_numeric,
+    warn_no_finite_values,
+)
 from tabflow.ops.operator import StatOperator
-from tabflow.schema import Schema, Tags
+from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["NormalizeMinMax"]
 
@@ -21,9 +27,13 @@ class NormalizeMinMax(StatOperator):
     """Scale each column to ``(x - min) / (max - min)``.
 
     The minimum and maximum are fitted per partition and merged, so the result does not
-    depend on how the data is partitioned. Nulls stay null (NaN). A constant column maps to
-    0. Values outside the fitted range (seen only at transform time) fall outside [0, 1];
-    clip them if that matters.
+    depend on how the data is partitioned. Nulls stay null (NaN). Values outside the fitted
+    range (seen only at transform time) fall outside [0, 1]; clip them if that matters.
+    List columns are scaled element by element with the range of all their elements.
+
+    A column that was constant when fitted (``min == max``) has no range: as in NVTabular
+    23.08 every value ``x`` becomes ``x / (2 * x)``, that is 0.5, except 0 (and infinities),
+    which become NaN.
 
     Infinities: the minimum and maximum are those of the finite values; ``inf`` and ``-inf``
     are left out as nulls are (an infinite maximum would map every finite value to 0 or
@@ -32,8 +42,13 @@ class NormalizeMinMax(StatOperator):
 
     Parameters
     ----------
-    out_dtype : str, default "float32"
-        Output dtype.
+    out_dtype : str or numpy dtype, optional
+        Output dtype; float64 when None, as in NVTabular 23.08.
+
+    Attributes
+    ----------
+    mins_, maxs_ : dict of str to float
+        Fitted range (also readable as NVTabular's ``mins`` and ``maxs``).
 
     Examples
     --------
@@ -41,28 +56,34 @@ class NormalizeMinMax(StatOperator):
     >>> import tabflow as nvt
     >>> from tabflow import ops
     >>> wf = nvt.Workflow(["x"] >> ops.NormalizeMinMax())
-    >>> wf.fit_transform(pd.DataFrame({"x": [2.0, 4.0, None, 6.0]}))["x"].tolist()
-    [0.0, 0.5, nan, 1.0]
+    >>> out = wf.fit_transform(pd.DataFrame({"x": [2.0, 4.0, None, 6.0]}))
+    >>> out["x"].tolist(), str(out["x"].dtype)
+    ([0.0, 0.5, nan, 1.0], 'float64')
     >>> wf.fit_transform(pd.DataFrame({"x": [2.0, 4.0, float("-inf"), 6.0]}))["x"].tolist()
     [0.0, 0.5, -inf, 1.0]
+    >>> wf.fit(pd.DataFrame({"x": [5.0, 5.0]})).transform(pd.DataFrame({"x": [5.0, 7.0, 0.0]}))["x"].tolist()
+    [0.5, 0.5, nan]
     """
 
     # NVTabular's names of the fitted statistics.
     mins = FittedAlias("mins_")
     maxs = FittedAlias("maxs_")
 
-    def __init__(self, out_dtype: str | None = None) -> None:
+    def __init__(self, out_dtype: Any = None) -> None:
         self.out_dtype = out_dtype
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
-        _require_numeric(input_schema, col_selector, "NormalizeMinMax")
+        require_numeric(input_schema, col_selector, "NormalizeMinMax", lists=True)
 
     def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, tuple[float, float]]:
         backend = backend_for(df)
         extremes = {}
         for name in col_selector.names:
-            values = backend.to_numpy(backend.to_float(df[name], "float64"), "float64")
-            values = values[np.isfinite(values)]  # nulls (NaN) and infinities are left out
+            column = df[name]
+            if backend.is_list_dtype(column.dtype):
+                column = backend.list_values_series(column)
+            values = backend.to_numpy(backend.to_float(column, "float64"), "float64")
+            values = backend.to_host(values[backend.xp.isfinite(values)])  # nulls (NaN) and infinities are left out
             # An empty (or all-null) partition contributes nothing: NaN is ignored when merging.
             extremes[name] = (float(values.min()), float(values.max())) if values.size else (math.nan, math.nan)
         return extremes
@@ -85,19 +106,32 @@ class NormalizeMinMax(StatOperator):
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         self.check_is_fitted()
         backend = backend_for(df)
+        dtype = self.output_dtype
         out = {}
-        for name in col_selector.names:
-            values = backend.to_float(df[name], "float64")
-            low, high = self.mins_[name], self.maxs_[name]
-            span = high - low
-            scaled = (values - low) / (span if span > 0 else 1.0)
-            out[name] = scaled.astype(self.output_dtype)
+        # x / (2x) is 0/0 for x = 0 and inf/inf for infinities: NaN is the documented result.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for name in col_selector.names:
+                out[name] = map_values(backend, df[name], lambda values: backend.astype(self._scale(name, values), dtype))
         return backend.frame_from_dict(out, index=df.index)
+
+    def _scale(self, name: str, values: Any) -> Any:
+        low, high = self.mins_[name], self.maxs_[name]
+        span = high - low
+        if span > 0:
+            return (values - low) / span
+        if span == 0:
+            # NVTabular 23.08's rule for a column fitted as constant.
+            return values / (2 * values)
+        return values * math.nan  # no finite value when fitted: all-null
 
     @property
     def output_dtype(self) -> str:
-        return self.out_dtype or "float32"
+        return dtype_name(self.out_dtype) if self.out_dtype is not None else "float64"
 
     @property
     def output_tags(self) -> list[Any]:
         return [Tags.CONTINUOUS]
+
+    def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
+        column = super().compute_column_schema(col_name, input_schema)
+        return column.with_dtype(float_output_dtype(self.out_dtype, input_schema[col_name].dtype))

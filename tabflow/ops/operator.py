@@ -143,8 +143,13 @@ class Operator(metaclass=_OperatorMeta):
         return {name: [name] if name in inputs else list(inputs) for name in out_names}
 
     @property
-    def output_dtype(self) -> str | None:
-        """Canonical dtype of every output column, or None to keep the input dtype."""
+    def output_dtype(self) -> Any:
+        """Dtype of every output column, or None to keep the input dtype.
+
+        Any spelling NVTabular ops used is accepted (``"float32"``, ``np.float32``,
+        ``np.dtype("int32")``, ``float``); the schema holds its canonical name, and the columns
+        a user-defined op's transform returns are cast to it.
+        """
         return None
 
     @property
@@ -165,7 +170,10 @@ class Operator(metaclass=_OperatorMeta):
         base = sources[0] if len(sources) == 1 else ColumnSchema(col_name, dtype=sources[0].dtype if sources else "float64")
         column = base.with_name(col_name)
         if len(sources) > 1:
-            column = column.with_tags(*[t for s in sources for t in s.tags])
+            # Source by source: a later source's tag displaces a contradictory earlier one
+            # (CONTINUOUS after CATEGORICAL) instead of making one impossible tag set.
+            for source in sources:
+                column = column.with_tags(source.tags)
         if self.output_dtype is not None:
             column = column.with_dtype(self.output_dtype)
         if self.output_tags:

@@ -8,7 +8,8 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops.normalize import _require_numeric
+from tabflow.ops._compat import FittedAlias
+from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema
 
@@ -31,6 +32,13 @@ class ReduceDtypeSize(StatOperator):
     ----------
     float_dtype : str, default "float32"
 
+    Attributes
+    ----------
+    ranges_ : dict of str to [min, max]
+        Fitted range of each column (NVTabular's ``ranges``, as tuples).
+    dtypes_ : dict of str to str
+        Output dtype of each column (NVTabular's ``dtypes``).
+
     Examples
     --------
     >>> import pandas as pd
@@ -42,37 +50,43 @@ class ReduceDtypeSize(StatOperator):
     ['int8', 'int32', 'float32']
     """
 
+    # NVTabular's names: ``ranges`` {column: (min, max)} and ``dtypes`` {column: output dtype}.
+    ranges = FittedAlias("ranges_", lambda ranges: {name: tuple(bounds) for name, bounds in ranges.items()})
+    dtypes = FittedAlias("dtypes_")
+
     def __init__(self, float_dtype: str = "float32") -> None:
         self.float_dtype = float_dtype
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
         if np.dtype(self.float_dtype).kind != "f":
             raise TypeError(f"ReduceDtypeSize float_dtype must be a float dtype, got {self.float_dtype!r}")
-        _require_numeric(input_schema, col_selector, "ReduceDtypeSize")
+        require_numeric(input_schema, col_selector, "ReduceDtypeSize")
 
-    def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, tuple[str, float | None, float | None]]:
+    def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, tuple[str, float | None, float | None, str]]:
         backend = backend_for(df)
         partial = {}
         for name in col_selector.names:
             column = df[name]
-            kind = "f" if "float" in backend.canonical_dtype(column.dtype) else "i"
+            dtype = backend.canonical_dtype(column.dtype)
+            kind = "f" if "float" in dtype else "i"
             low, high = column.min(), column.max()
             missing = bool(backend.to_host(column.isna()).all()) if len(column) else True
             # Integers stay Python ints: float64 cannot tell 2**63 - 1 from 2**63.
             cast = float if kind == "f" else int
-            partial[name] = (kind, None if missing else cast(low), None if missing else cast(high))
+            partial[name] = (kind, None if missing else cast(low), None if missing else cast(high), dtype)
         return partial
 
-    def combine_partials(self, partials: list[dict]) -> dict[str, tuple[str, float | None, float | None]]:
+    def combine_partials(self, partials: list[dict]) -> dict[str, tuple[str, float | None, float | None, str]]:
         combined = {}
         for name in partials[0]:
             known = [p[name] for p in partials if p[name][1] is not None]
-            kind = partials[0][name][0]
-            combined[name] = (kind, min(k[1] for k in known), max(k[2] for k in known)) if known else (kind, None, None)
+            kind, dtype = partials[0][name][0], partials[0][name][3]
+            combined[name] = (kind, min(k[1] for k in known), max(k[2] for k in known), dtype) if known else (kind, None, None, dtype)
         return combined
 
-    def fit_finalize(self, partial: dict[str, tuple[str, float | None, float | None]]) -> None:
-        self.ranges_ = {name: [low, high] for name, (_, low, high) in partial.items()}
+    def fit_finalize(self, partial: dict[str, tuple[str, float | None, float | None, str]]) -> None:
+        self.ranges_ = {name: [low, high] for name, (_, low, high, _) in partial.items()}
+        self.dtypes_ = {name: self._target(dtype, name) for name, (_, _, _, dtype) in partial.items()}
 
     def _target(self, dtype: str, name: str) -> str:
         low, high = getattr(self, "ranges_", {}).get(name, (None, None))

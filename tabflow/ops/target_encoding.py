@@ -7,17 +7,37 @@ from typing import Any, Sequence
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.node import Node
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _folds
 from tabflow.ops import _groupstats as gs
+from tabflow.ops._compat import (
+    FittedAlias,
+    InertArgument,
+    inert_arguments,
+    warn_inert_arguments,
+)
+from tabflow.ops._numeric import dtype_name
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["TargetEncoding"]
 
 FOLD = "__fold__"
+#: Folds when ``kfold`` is None, as in NVTabular 23.08.
+DEFAULT_KFOLD = 3
+
+_IN_MEMORY = "the statistics are in-memory tables kept (and saved) with the workflow, not files"
 
 
+@inert_arguments(
+    split_out=InertArgument(None, _IN_MEMORY),
+    split_every=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
+    cat_cache=InertArgument("host", "statistics are kept in host memory and moved to the data's engine once"),
+    out_path=InertArgument(None, _IN_MEMORY),
+    on_host=InertArgument(True, "statistics are always kept in host memory"),
+    tree_width=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
+)
 class TargetEncoding(StatOperator):
     """Encode each category (or column group) by the smoothed mean of one or more targets.
 
@@ -39,23 +59,35 @@ class TargetEncoding(StatOperator):
     ``Dataset`` (same files, same partitioning) that was fitted; a re-partitioned or
     shuffled copy is not recognised and gets full statistics, which leaks.
 
+    The output columns are tagged continuous (the target's own tags, such as ``target``,
+    are not carried over, so a loader never takes an encoding for a label).
+
     Parameters
     ----------
-    target : str, list of str or ColumnSelector
-        Continuous or binary target column(s); read as dependencies.
+    target : str, list of str, ColumnSelector or Node
+        Continuous or binary target column(s); read as dependencies. A node (e.g. labels
+        made by a LambdaOp) encodes its output columns.
     target_mean : float or dict, optional
         Prior mean (per target for a dict); default the mean of the fitted data.
-    kfold : int, default 3
-        Number of folds; 1 disables out-of-fold encoding.
+    kfold : int, optional
+        Number of folds (None means 3, as in NVTabular); 1 disables out-of-fold encoding.
     fold_seed : int, default 42
     p_smooth : float, default 20
         Weight of the prior, in rows.
     out_col : str or list of str, optional
         Output names (one per key group and target, key-major) instead of ``TE_<key>_<target>``.
-    out_dtype : str, default "float32"
+    out_dtype : str or numpy dtype, default float32
+    name_sep : str, default "_"
     drop_folds : bool, default True
         False adds a ``__fold__`` column: the row's fold for training data, -1 elsewhere.
-    name_sep : str, default "_"
+
+    Attributes
+    ----------
+    means_ : dict of str to float
+        The prior mean of each target (also readable as NVTabular's ``means``).
+    encodings_ : dict of str to DataFrame
+        Per key (or key group name): the keys and the full-data encoding of each target
+        (also readable as NVTabular's ``stats``, which held paths of per-key statistics).
 
     Examples
     --------
@@ -68,17 +100,27 @@ class TargetEncoding(StatOperator):
     [0.5556, 0.6667]
     """
 
+    # NVTabular's names of the fitted statistics.
+    means = FittedAlias("means_")
+    stats = FittedAlias("encodings_")
+
     def __init__(
         self,
         target: Any,
         target_mean: float | dict | None = None,
-        kfold: int = 3,
+        kfold: int | None = None,
         fold_seed: int | None = 42,
         p_smooth: float = 20,
         out_col: str | Sequence[str] | None = None,
-        out_dtype: str | None = None,
-        drop_folds: bool = True,
+        out_dtype: Any = None,
+        split_out: Any = None,
+        split_every: Any = None,
+        cat_cache: Any = "host",
+        out_path: str | None = None,
+        on_host: bool = True,
         name_sep: str = "_",
+        drop_folds: bool = True,
+        tree_width: Any = None,
     ) -> None:
         self.target = target
         self.target_mean = target_mean
@@ -87,34 +129,60 @@ class TargetEncoding(StatOperator):
         self.p_smooth = p_smooth
         self.out_col = out_col
         self.out_dtype = out_dtype
-        self.drop_folds = drop_folds
+        self.split_out = split_out
+        self.split_every = split_every
+        self.cat_cache = cat_cache
+        self.out_path = out_path
+        self.on_host = on_host
         self.name_sep = name_sep
+        self.drop_folds = drop_folds
+        self.tree_width = tree_width
+        warn_inert_arguments(self)
 
     @property
     def dependencies(self) -> list[Any]:
         return [self.target]
 
-    def _targets(self) -> list[str]:
+    @property
+    def _kfold(self) -> int:
+        return DEFAULT_KFOLD if self.kfold is None else self.kfold
+
+    @property
+    def _dtype(self) -> str:
+        return dtype_name(self.out_dtype) if self.out_dtype is not None else "float32"
+
+    def _targets(self, col_selector: ColumnSelector | None = None, columns: Sequence[str] = ()) -> list[str]:
+        """The target columns; ``columns`` are those the op receives (keys plus targets).
+
+        A node target's columns are known once the graph is resolved; before that (while it
+        is being resolved) they are the received columns beyond the keys.
+        """
+        if isinstance(self.target, Node) and self.target.output_schema is None:
+            keys = set(col_selector.names) if col_selector is not None else set()
+            return [c for c in columns if c not in keys]
         return gs.as_names(self.target)
 
-    def _names(self, col_selector: ColumnSelector) -> dict[tuple, str]:
-        pairs = [(keys, t) for keys in gs.key_groups(col_selector) for t in self._targets()]
+    def _names(self, col_selector: ColumnSelector, columns: Sequence[str] = ()) -> dict[tuple, str]:
+        pairs = [(keys, t) for keys in gs.key_groups(col_selector) for t in self._targets(col_selector, columns)]
         given = [self.out_col] if isinstance(self.out_col, str) else self.out_col
         if given is not None:
             return dict(zip(pairs, given))
         return {(keys, t): self.name_sep.join(["TE", gs.group_name(keys, self.name_sep), t]) for keys, t in pairs}
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
-        if not isinstance(self.kfold, int) or self.kfold < 1:
-            raise ValueError(f"TargetEncoding kfold must be an integer >= 1, got {self.kfold!r}")
+        if not isinstance(self._kfold, int) or isinstance(self._kfold, bool) or self._kfold < 1:
+            raise ValueError(f"TargetEncoding kfold must be an integer >= 1 (or None for 3), got {self.kfold!r}")
         if self.p_smooth < 0:
             raise ValueError(f"TargetEncoding p_smooth must be >= 0, got {self.p_smooth!r}")
-        gs.require_columns(input_schema, self._targets(), "target", "TargetEncoding")
-        for t in self._targets():
+        targets = self._targets(col_selector, input_schema.column_names)
+        if not targets:
+            raise ValueError(f"TargetEncoding needs at least one target column, got target={self.target!r}")
+        gs.require_columns(input_schema, targets, "target", "TargetEncoding")
+        for t in targets:
             dtype = input_schema[t].dtype
             if not (dtype.lower().startswith(("int", "uint", "float")) or dtype in ("bool", "boolean")):
                 raise TypeError(f"TargetEncoding target {t!r} must be numeric or boolean, got dtype {dtype}")
-        pairs = len(gs.key_groups(col_selector)) * len(self._targets())
+        pairs = len(gs.key_groups(col_selector)) * len(targets)
         given = [self.out_col] if isinstance(self.out_col, str) else self.out_col
         if given is not None and len(given) != pairs:
             raise ValueError(f"TargetEncoding out_col has {len(given)} name(s) for {pairs} key/target pair(s)")
@@ -122,18 +190,20 @@ class TargetEncoding(StatOperator):
     # ----------------------------------------------------------------- fitting
     def fit_partition(self, col_selector: ColumnSelector, df: Any) -> dict[str, Any]:
         backend = backend_for(df)
-        fp = _folds.fingerprint(_folds.row_hashes(df)) if self.kfold > 1 else 0
-        folds = _folds.assign_folds(fp, len(df), self.kfold, self.fold_seed) if self.kfold > 1 else np.zeros(len(df), np.int64)
+        kfold = self._kfold
+        fp = _folds.fingerprint(_folds.row_hashes(df)) if kfold > 1 else 0
+        folds = _folds.assign_folds(fp, len(df), kfold, self.fold_seed) if kfold > 1 else np.zeros(len(df), np.int64)
+        targets = self._targets(col_selector, list(df.columns))
         tables = {}
         for keys in gs.key_groups(col_selector):
             work = {k: df[k] for k in keys}
             work[FOLD] = folds
-            for t in self._targets():
+            for t in targets:
                 work[f"x_{t}"] = backend.to_float(df[t], "float64")
             frame = backend.frame_from_dict(work, index=df.index)
-            aggs = {f"{s}_{t}": (f"x_{t}", agg) for t in self._targets() for s, agg in (("n", "count"), ("s", "sum"))}
+            aggs = {f"{s}_{t}": (f"x_{t}", agg) for t in targets for s, agg in (("n", "count"), ("s", "sum"))}
             tables[gs.group_name(keys, self.name_sep)] = (keys, frame.groupby([*keys, FOLD], dropna=False, sort=False).agg(**aggs).reset_index())
-        return {"tables": tables, "partitions": [[len(df), fp]]}
+        return {"tables": tables, "partitions": [[len(df), fp]], "targets": targets}
 
     def combine_partials(self, partials: list[dict[str, Any]]) -> dict[str, Any]:
         tables = {}
@@ -142,25 +212,25 @@ class TargetEncoding(StatOperator):
             frames = [f for f in frames if len(f)] or frames[:1]
             stacked = backend_for(frames[0]).concat_rows(frames)
             tables[name] = (keys, stacked.groupby([*keys, FOLD], dropna=False, sort=False).sum().reset_index())
-        return {"tables": tables, "partitions": [q for p in partials for q in p["partitions"]]}
+        return {"tables": tables, "partitions": [q for p in partials for q in p["partitions"]], "targets": partials[0]["targets"]}
 
     def fit_finalize(self, partial: dict[str, Any]) -> None:
-        targets = self._targets()
+        targets = partial["targets"]
         first = next(iter(partial["tables"].values()))[1]
         self.means_ = {t: self._prior(t, float(first[f"s_{t}"].sum()), float(first[f"n_{t}"].sum())) for t in targets}
-        self.partitions_ = [[int(n), int(fp)] for n, fp in partial["partitions"]] if self.kfold > 1 else []
+        self.partitions_ = [[int(n), int(fp)] for n, fp in partial["partitions"]] if self._kfold > 1 else []
         self.encodings_, self.oof_encodings_ = {}, {}
         for name, (keys, table) in partial["tables"].items():
             backend = backend_for(table)
             full = table.drop(columns=[FOLD]).groupby(list(keys), dropna=False, sort=False).sum().reset_index()
-            self.encodings_[name] = self._encode(full, list(keys))
-            if self.kfold > 1:
+            self.encodings_[name] = self._encode(full, list(keys), targets)
+            if self._kfold > 1:
                 # Every (key, fold) pair, including folds where the key never occurs.
-                crossed = backend.concat_rows([full.assign(**{FOLD: f}) for f in range(self.kfold)])
+                crossed = backend.concat_rows([full.assign(**{FOLD: f}) for f in range(self._kfold)])
                 in_fold = backend.merge_keep_order(crossed[[*keys, FOLD]], table, [*keys, FOLD], [*keys, FOLD], how="left")
                 stats = [c for c in full.columns if c not in keys]
                 crossed[stats] = crossed[stats] - in_fold[stats].fillna(0)
-                self.oof_encodings_[name] = self._encode(crossed, [*keys, FOLD])
+                self.oof_encodings_[name] = self._encode(crossed, [*keys, FOLD], targets)
 
     def _prior(self, target: str, total: float, count: float) -> float:
         if isinstance(self.target_mean, dict):
@@ -169,9 +239,9 @@ class TargetEncoding(StatOperator):
             return float(self.target_mean)
         return total / count if count else 0.0
 
-    def _encode(self, stats: Any, keys: list[str]) -> Any:
+    def _encode(self, stats: Any, keys: list[str], targets: list[str]) -> Any:
         out = {k: stats[k] for k in keys}
-        for t in self._targets():
+        for t in targets:
             n, s = stats[f"n_{t}"], stats[f"s_{t}"]
             denominator = (n + self.p_smooth).where(n + self.p_smooth > 0)
             out[t] = ((s + self.p_smooth * self.means_[t]) / denominator).fillna(self.means_[t]).astype("float64")
@@ -181,9 +251,10 @@ class TargetEncoding(StatOperator):
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         self.check_is_fitted()
         backend = backend_for(df)
-        folds = _folds.training_folds(df, self.partitions_, self.kfold, self.fold_seed) if self.kfold > 1 else None
-        names = self._names(col_selector)
-        dtype = self.out_dtype or "float32"
+        kfold = self._kfold
+        folds = _folds.training_folds(df, self.partitions_, kfold, self.fold_seed) if kfold > 1 else None
+        names = self._names(col_selector, list(df.columns))
+        dtype = self._dtype
         out = {}
         for keys in gs.key_groups(col_selector):
             name = gs.group_name(keys, self.name_sep)
@@ -194,8 +265,8 @@ class TargetEncoding(StatOperator):
                 table, on = self.oof_encodings_[name], [*keys, FOLD]
             table = table if backend_for(table) is backend else backend.from_host(table)
             joined = backend.merge_keep_order(left, table, on, on, how="left")
-            for t in self._targets():
-                out[names[(keys, t)]] = joined[t].fillna(self.means_[t]).astype(dtype)
+            for t in self._targets(col_selector, list(df.columns)):
+                out[names[(keys, t)]] = backend.astype(joined[t].fillna(self.means_[t]), dtype)
         if not self.drop_folds:
             out[FOLD] = backend.series(folds if folds is not None else np.full(len(df), -1, np.int64), index=df.index)
         return backend.frame_from_dict(out, index=df.index)
@@ -206,9 +277,9 @@ class TargetEncoding(StatOperator):
             mapping[FOLD] = list(col_selector.names)
         return mapping
 
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
-        dtype = self.out_dtype or "float32"
-        columns = [ColumnSchema(name, dtype=dtype, tags={Tags.CONTINUOUS}) for name in self._names(col_selector).values()]
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
+        names = self._names(col_selector, input_schema.column_names)
+        columns = [ColumnSchema(name, dtype=self._dtype, tags={Tags.CONTINUOUS}) for name in names.values()]
         if not self.drop_folds:
             columns.append(ColumnSchema(FOLD, dtype="int64"))
         return Schema(columns)

@@ -29,8 +29,9 @@ class ValueCount(StatOperator):
     >>> from tabflow import ops
     >>> items = pd.Series(pd.arrays.ArrowExtensionArray(pa.array([[1, 2], [3], [4, 5, 6]])))
     >>> wf = nvt.Workflow(["items"] >> ops.ValueCount()).fit(pd.DataFrame({"items": items}))
-    >>> wf.output_schema["items"].value_count
-    {'min': 1, 'max': 3}
+    >>> counts = wf.output_schema["items"].value_count
+    >>> counts["min"], counts["max"]
+    (1, 3)
     """
 
     # NVTabular's layout of the fitted statistics: {column: {"value_count": {"min", "max"}}}.

@@ -8,7 +8,14 @@ same names:
   ``"boolean"`` (pandas' masked dtypes, also ``"Float32"``/``"Float64"``). cuDF columns are
   all nullable, so on that engine a masked name means its plain dtype;
 - ``"string"`` for text (``"str"``, ``"object"`` and the Arrow spellings are aliases);
-- ``"list<element>"`` for list (multi-hot) columns, e.g. ``"list<int64>"``.
+- ``"list<element>"`` for list (multi-hot) columns, e.g. ``"list<int64>"``;
+- ``"unknown"`` for a column whose dtype nobody has said (a schema written by hand without
+  dtypes, as merlin's ``dtype=None``). Data always has a dtype, so a schema read from data
+  never holds it.
+
+:func:`canonical_dtype` turns what users write (numpy dtypes and types, Python ``int``,
+``float``, ``str``, ``bool``, pandas and Arrow dtypes, aliases such as ``"float"``) into
+these names.
 
 The **nullable-integer rule**: an integer or boolean column that holds (or, read from a text
 file, may hold) a null is named by its masked dtype, so that a column's dtype never depends on
@@ -31,11 +38,15 @@ Examples
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 __all__ = [
+    "UNKNOWN",
+    "canonical_dtype",
+    "is_unknown",
     "STRING",
     "STRING_NAMES",
     "MASKED",
@@ -56,6 +67,8 @@ __all__ = [
     "arrow_type",
 ]
 
+#: The name of a dtype nobody has given (merlin's ``md.unknown``).
+UNKNOWN = "unknown"
 #: The canonical name of a string column.
 STRING = "string"
 #: Names that all mean a string column.
@@ -71,6 +84,77 @@ _NULLABLE = {
 MASKED = {**{masked: plain for plain, masked in _NULLABLE.items()}, "Float32": "float32", "Float64": "float64"}
 
 _LIST_RE = re.compile(r"^list<(.+)>$")
+
+
+# --------------------------------------------------------------------- canonical names
+def canonical_dtype(dtype: Any) -> str:
+    """The canonical name of a dtype given in any of the ways users write one.
+
+    ``None`` is :data:`UNKNOWN`. Strings numpy does not know (such as pandas'
+    ``"datetime64[ns, UTC]"``) are kept as given: an engine may know them.
+
+    Raises
+    ------
+    TypeError
+        For an object that is no dtype at all (a list of tags given where the dtype goes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.schema.dtypes import canonical_dtype
+    >>> [canonical_dtype(d) for d in (np.int32, np.dtype("float32"), int, float, str, bool)]
+    ['int32', 'float32', 'int64', 'float64', 'string', 'bool']
+    >>> [canonical_dtype(d) for d in ("float", "f4", "object", "Int64", "list<i8>", None)]
+    ['float64', 'float32', 'string', 'Int64', 'list<int64>', 'unknown']
+    """
+    if dtype is None:
+        return UNKNOWN
+    if isinstance(dtype, str):
+        if dtype == UNKNOWN or dtype in MASKED:
+            return dtype
+        if is_string(dtype):
+            return STRING
+        if is_list(dtype):
+            return list_dtype(canonical_dtype(element_dtype(dtype)))
+        try:
+            return _numpy_name(np.dtype(dtype))
+        except TypeError:
+            return dtype
+    if isinstance(dtype, pa.DataType):
+        return arrow_dtype_name(dtype)
+    if isinstance(getattr(dtype, "pyarrow_dtype", None), pa.DataType):  # pandas.ArrowDtype
+        return arrow_dtype_name(dtype.pyarrow_dtype)
+    if dtype is str:
+        return STRING
+    if getattr(dtype, "element_type", None) is not None and str(dtype) == "list":  # cudf.ListDtype
+        return list_dtype(canonical_dtype(dtype.element_type))
+    if type(dtype).__module__ == "torch":
+        return canonical_dtype(str(dtype).rpartition(".")[2])
+    try:
+        return _numpy_name(np.dtype(dtype))
+    except TypeError:
+        pass
+    name = getattr(dtype, "name", None)  # pandas extension dtypes: "Int64", "string", "boolean"
+    if isinstance(name, str):
+        return canonical_dtype(name)
+    raise TypeError(f"{dtype!r} ({type(dtype).__name__}) is not a dtype")
+
+
+def _numpy_name(dtype: np.dtype) -> str:
+    # numpy holds text as objects, fixed-width unicode or bytes: all are string columns here.
+    return STRING if dtype.kind in "OUS" else dtype.name
+
+
+def is_unknown(name: str) -> bool:
+    """True for :data:`UNKNOWN` (also as a list's element).
+
+    Examples
+    --------
+    >>> from tabflow.schema.dtypes import is_unknown
+    >>> is_unknown("unknown"), is_unknown("list<unknown>"), is_unknown("int64")
+    (True, True, False)
+    """
+    return element_dtype(str(name)) == UNKNOWN
 
 
 # ------------------------------------------------------------------------------- lists

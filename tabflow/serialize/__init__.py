@@ -183,9 +183,12 @@ def encode_op(op: Any, directory: str, key: str, nodes: Mapping[int, int] | None
 # ------------------------------------------------------------------------------- decoding
 
 
-def decode(value: Any, directory: str, engine: str | None = None, trust_code: bool = False) -> Any:
-    """Inverse of :func:`encode`, safe on documents from anyone (see the module docstring)."""
-    return _decode(value, _Context(directory=directory, engine=engine, trust_code=trust_code))
+def decode(
+    value: Any, directory: str, engine: str | None = None, trust_code: bool = False, owner: str = "the saved value"
+) -> Any:
+    """Inverse of :func:`encode`, safe on documents from anyone (see the module docstring);
+    ``owner`` names what is decoded in error messages."""
+    return _decode(value, _Context(directory=directory, engine=engine, trust_code=trust_code, owner=owner))
 
 
 def _decode(value: Any, ctx: _Context) -> Any:
@@ -394,6 +397,8 @@ def _selector(data: Any, ctx: _Context) -> Any:
     from tabflow.selector import ColumnSelector
 
     data = _mapping(data, ctx)
+    if data.get("all") is True:
+        return ColumnSelector("*")
     names = _sequence(data.get("names", []), ctx)
     if not all(isinstance(n, str) for n in names):
         raise LoadError(f"{ctx.owner}: a saved column selector holds non-string names")

@@ -31,9 +31,9 @@ from typing import Any
 from tabflow._json import read_json
 from tabflow.exceptions import LoadError
 from tabflow.graph.node import Node
-from tabflow.graph.steps import Group, Subset
+from tabflow.graph.steps import Group, Nested, Subset
 from tabflow.schema import Schema
-from tabflow.serialize import decode_op, decode_selector, encode_op
+from tabflow.serialize import decode, decode_op, decode_selector, encode, encode_op
 
 __all__ = ["write_graph", "read_graph", "SavedGraph", "FORMAT", "VERSION", "DOCUMENT"]
 
@@ -41,7 +41,7 @@ FORMAT = "tabflow.workflow"
 # 2: node schemas saved (load computes nothing), functions by registered name or as code.
 VERSION = 2
 DOCUMENT = "workflow.json"
-_NODE_KINDS = {"selection", "op", "concat", "group", "subset", "drop"}
+_NODE_KINDS = {"selection", "op", "concat", "group", "subset", "drop", "subgraph"}
 
 
 @dataclass
@@ -75,6 +75,11 @@ def write_graph(directory: str, output_node: Node, input_schema: Schema, output_
             entry["dropped"] = node.dropped.to_dict()
         if node.op is not None:
             entry["op"] = encode_op(node.op, directory, f"node{i}", index)
+        if isinstance(node.step, Nested):
+            entry["subgraph"] = {
+                "name": node.step.name,
+                "loop_until": encode(node.step.loop_until, directory, f"node{i}.loop_until", index),
+            }
         entries.append(entry)
     document = {
         "format": FORMAT,
@@ -138,6 +143,8 @@ def _read_node(entry: Any, i: int, built: list[Node], path: str, trust_code: boo
     op = decode_op(entry["op"], path, trust_code=trust_code, owner=where, nodes=built) if "op" in entry else None
     try:
         step = Group() if kind == "group" else Subset(selector) if kind == "subset" and selector is not None else None
+        if kind == "subgraph":
+            step = _read_subgraph(entry.get("subgraph"), where, path, trust_code)
         node = Node(selector=selector, op=op, parents=parents, dependencies=dependencies, dropped=dropped, step=step)
     except TypeError as err:
         raise LoadError(f"{where}: {err}") from None
@@ -151,6 +158,15 @@ def _read_node(entry: Any, i: int, built: list[Node], path: str, trust_code: boo
         except KeyError as err:
             raise LoadError(f"{where}: the saved node lacks {err}") from None
     return node
+
+
+def _read_subgraph(data: Any, where: str, path: str, trust_code: bool) -> Nested:
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise LoadError(f"{where}: a subgraph node needs its name, got {data!r:.80}")
+    loop_until = decode(data.get("loop_until"), path, trust_code=trust_code, owner=f"{where} (subgraph {data['name']!r})")
+    if loop_until is not None and not callable(loop_until):
+        raise LoadError(f"{where}: the subgraph's loop_until must be a function, got {loop_until!r:.80}")
+    return Nested(data["name"], loop_until)
 
 
 def _read_schema(data: Any, where: str) -> Schema:

@@ -66,7 +66,7 @@ def test_out_files_per_proc(tmp_path, frame):
     assert _read_back(tmp_path / "out")["rid"].tolist() == frame["rid"].tolist()
 
 
-@pytest.mark.parametrize("shuffle", [Shuffle.PER_PARTITION, Shuffle.PER_WORKER, "PER_WORKER", True])
+@pytest.mark.parametrize("shuffle", [Shuffle.PER_PARTITION, Shuffle.PER_WORKER, "PER_WORKER", "per_partition"])
 def test_shuffle_delivers_every_row_once_and_is_reproducible(tmp_path, frame, shuffle):
     ds = nvt.Dataset(frame, npartitions=4)
     ds.to_parquet(str(tmp_path / "a"), output_files=3, shuffle=shuffle, seed=7)
@@ -162,12 +162,17 @@ def test_failed_write_leaves_nothing(tmp_path, frame):
 def test_failed_write_keeps_previous_output(tmp_path, frame):
     out = tmp_path / "out"
     nvt.Dataset(frame.iloc[:10]).to_parquet(str(out))
-    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    before = _contents(out)
     ddf = dd.from_pandas(frame, npartitions=4).map_partitions(_boom, 500, meta=dd.from_pandas(frame, npartitions=1)._meta)
     with pytest.raises(RuntimeError):
         nvt.Dataset(ddf).to_parquet(str(out))
     assert os.listdir(tmp_path) == ["out"]
-    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
+    assert _contents(out) == before
+
+
+def _contents(directory):
+    """Every file under ``directory`` (relative path) and its bytes."""
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
 def test_rewrite_replaces_output(tmp_path, frame):

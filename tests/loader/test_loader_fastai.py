@@ -103,6 +103,6 @@ def test_n_inp_follows_the_collated_batch(tmp_path):
             inputs, y = batch
             return torch.stack([inputs[c] for c in CATS], 1), torch.stack([inputs[c] for c in CONTS], 1), y.long()
 
-        collated = DLDataLoader(loader, collate_fn=to_tuple)
+        collated = DLDataLoader(loader, collate_fn=to_tuple, batch_size=None)
         assert collated.n_inp == 2
         assert loader.num_rows_processed == 0  # read off a separate probe

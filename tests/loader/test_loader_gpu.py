@@ -153,7 +153,7 @@ def test_errors_in_the_loader_thread_reach_the_consumer(tmp_path):
 
 def test_device_index_and_dataloader(dataset):
     itr = TorchAsyncItr(dataset, batch_size=64, cats=CATS, conts=CONTS, labels=[LABEL], device=0)
-    with DLDataLoader(itr, collate_fn=lambda b: (b[0], b[1], b[2].long())) as dl:
+    with DLDataLoader(itr, collate_fn=lambda b: (b[0], b[1], b[2].long()), batch_size=None) as dl:
         assert dl.device == torch.device("cuda", 0)
         assert all(b[0].is_cuda and b[2].dtype == torch.int64 for b in dl)
 

@@ -14,6 +14,7 @@ from loader_data import CATS, CONTS, LABEL, NUM_ROWS, write_dataset
 
 import tabflow as nvt
 from tabflow.io.readers import DatasetReadError
+from tabflow.loader._node import FromIterable
 from tabflow.loader._plan import epoch_seed
 from tabflow.loader._prefetch import Prefetcher
 from tabflow.loader.torch import Loader, TorchAsyncItr
@@ -37,15 +38,20 @@ def test_prefetcher_forwards_the_original_exception():
         yield 1
         raise KeyError("boom in the loader thread")
 
-    with Prefetcher(produce) as prefetcher:
-        assert prefetcher.get() == 1
+    prefetcher = Prefetcher(FromIterable(produce))
+    prefetcher.reset()
+    try:
+        assert prefetcher.next() == 1
         with pytest.raises(KeyError, match="boom in the loader thread"):
-            prefetcher.get()
+            prefetcher.next()
+    finally:
+        prefetcher.shutdown()
 
 
 def test_prefetcher_shutdown_stops_a_blocked_producer():
-    prefetcher = Prefetcher(lambda: iter(range(10**9)), depth=2)
-    assert prefetcher.get() == 0
+    prefetcher = Prefetcher(FromIterable(lambda: iter(range(10**9))), depth=2)
+    prefetcher.reset()
+    assert prefetcher.next() == 0
     prefetcher.shutdown()
     assert not prefetcher.alive
 
@@ -130,7 +136,7 @@ ds = nvt.Dataset(DATA, engine="parquet", part_size=1, cpu=True)
 itr = TorchAsyncItr(ds, batch_size=4, cats=["row_id"], conts=["x1"], labels=["label"], shuffle=True)
 next(iter(itr))  # an epoch in progress, never shut down; the module keeps the loader alive
 # As in a long epoch, the thread has filled the queue and waits to hand over the next chunk.
-while not itr._prefetcher._queue.full():
+while not itr._pipeline.prefetcher._queue.full():
     time.sleep(0.01)
 """
 
@@ -341,5 +347,17 @@ def test_batches_kept_by_the_consumer_are_never_overwritten(dataset, shuffle):
     for (ids, conts, y), (ids0, conts0, y0) in zip(kept, copies):
         assert torch.equal(ids, ids0) and np.array_equal(conts, conts0, equal_nan=True) and torch.equal(y, y0)
     assert sorted(i for ids, _, _ in kept for i in ids.tolist()) == list(range(NUM_ROWS))
+    itr.shutdown()
+    assert len(itr._memory) == 0
+
+
+def test_reading_threads_convert_into_the_loaders_memory(dataset):
+    # Unshuffled single-partition chunks are never copied by the loader thread: every array
+    # in the pool was handed to the reading threads, which must share the loader's pool (it
+    # is the pinned one on a GPU, and shutdown() releases it).
+    itr = _itr(dataset, batch_size=37, shuffle=False, parts_per_chunk=1)
+    list(itr)
+    shapes = {array.shape for array in itr._memory._arrays}
+    assert shapes and all(len(shape) == 2 and shape[1] in (3, 2) for shape in shapes)
     itr.shutdown()
     assert len(itr._memory) == 0

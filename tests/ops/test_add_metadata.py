@@ -34,8 +34,8 @@ def test_data_passes_through_unchanged(frame, to_engine):
         (ops.AddTags([Tags.TARGET, Tags.BINARY_CLASSIFICATION]), {"target", "binary_classification"}),
         (ops.AddTags("target"), {"target"}),
         (ops.AddTags(["my_tag"]), {"my_tag"}),
-        (ops.TagAsUserID(), {"user_id", "user", "id"}),
-        (ops.TagAsItemID(), {"item_id", "item", "id"}),
+        (ops.TagAsUserID(), {"user", "id"}),
+        (ops.TagAsItemID(), {"item", "id"}),
         (ops.TagAsUserFeatures(), {"user"}),
         (ops.TagAsItemFeatures(), {"item"}),
         (ops.AddMetadata(tags=[Tags.CATEGORICAL], properties={"domain": 9}), {"categorical"}),
@@ -52,7 +52,7 @@ def test_properties_merge_and_tags_accumulate(frame):
     wf = nvt.Workflow(node >> ops.TagAsItemID()).fit(frame)
     column = wf.output_schema["item"]
     assert column.properties == {"a": 1, "b": 2}
-    assert _tags(wf, "item") == {"item", "item_id", "id"}
+    assert _tags(wf, "item") == {"item", "id"}
     assert wf.output_schema.select_by_tag(Tags.ITEM_ID).column_names == ["item"]
 
 
@@ -62,3 +62,14 @@ def test_save_load_keeps_schema(frame, tmp_path):
     loaded = nvt.Workflow.load(str(tmp_path / "wf"))
     assert loaded.output_schema == wf.output_schema
     pd.testing.assert_frame_equal(loaded.transform(frame), wf.transform(frame))
+
+
+@pytest.mark.parametrize("op_class", [ops.TagAsUserID, ops.TagAsItemID, ops.TagAsUserFeatures, ops.TagAsItemFeatures])
+def test_tag_as_ops_accept_nvtabulars_ignored_tags_argument(frame, op_class):
+    # NVTabular 23.08: TagAsUserID(tags=None) etc.; the argument never changed the tags.
+    plain = nvt.Workflow(["user"] >> op_class()).fit(frame)
+    assert op_class(tags=None).get_params() == {"tags": None}
+    with pytest.warns(UserWarning, match="tags=.*no effect"):
+        op = op_class([Tags.TARGET])
+    assert op.get_params() == {"tags": [Tags.TARGET]}
+    assert nvt.Workflow(["user"] >> op).fit(frame).output_schema == plain.output_schema

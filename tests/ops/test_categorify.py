@@ -286,6 +286,15 @@ def test_transform_before_fit_raises(frame):
         ({"num_buckets": 0}, ["s"], ValueError, "num_buckets for 's'"),
         ({"max_size": 2}, ["s"], ValueError, "max_size 2 for 's'"),
         ({"start_index": 1}, ["s"], ValueError, "start_index"),
+        ({"na_sentinel": -1}, ["s"], ValueError, "na_sentinel"),
+        ({"freq_threshold": 2, "max_size": 10}, ["s"], ValueError, "freq_threshold and max_size"),
+        pytest.param(
+            {"search_sorted": True, "freq_threshold": 2}, ["s"], ValueError, "search_sorted",
+            marks=pytest.mark.filterwarnings(r"ignore:Categorify\(search_sorted"),
+        ),
+        ({"num_buckets": 2.5}, ["s"], ValueError, "num_buckets"),
+        ({"max_size": "big"}, ["s"], ValueError, "max_size"),
+        ({"vocabs": {"s": ["a"]}, "encode_type": "combo"}, ["s"], ValueError, "combo"),
         ({"dtype": "float32"}, ["s"], TypeError, "integer dtype"),
         ({"vocabs": {"s": "apple"}}, ["s"], TypeError, r"vocabs\['s'\]"),
         ({}, [["s", "i"]], TypeError, r"\['s', 'i'\]"),
@@ -648,3 +657,49 @@ def test_floats_in_joint_and_combo_groups_match_integers_only_when_integral(rng)
                 assert 2 <= code < 5, (batch, value)
                 key = (int(value) if integral else value, string)
                 assert buckets.setdefault(str(key), code) == code, (batch, value)
+
+
+# ------------------------------------------------------------ NVTabular 23.08's interface
+def test_positional_order_is_nvtabulars(tmp_path):
+    # Categorify(freq_threshold, out_path, cat_cache, dtype, on_host, encode_type, name_sep, ...)
+    op = ops.Categorify(2, str(tmp_path), "host", "int32", True, "combo", "-")
+    assert (op.freq_threshold, op.out_path, op.dtype, op.encode_type, op.name_sep) == (2, str(tmp_path), "int32", "combo", "-")
+    names = list(op.get_params())
+    assert names[:16] == [
+        "freq_threshold", "out_path", "cat_cache", "dtype", "on_host", "encode_type", "name_sep", "search_sorted",
+        "num_buckets", "vocabs", "max_size", "single_table", "cardinality_memory_limit", "tree_width", "split_out",
+        "split_every",
+    ]
+
+
+def test_categories_are_unique_file_paths_with_out_path(frame, tmp_path):
+    op = ops.Categorify(out_path=str(tmp_path))
+    assert op.categories == {}
+    nvt.Workflow(["s", ["i", "m"]] >> op).fit(frame)
+    assert sorted(op.categories) == ["i_m", "s"]
+    unique = pd.read_parquet(op.categories["s"])
+    values = frame["s"].astype(object).tolist()
+    expected = reference_vocab(values)
+    assert dict(zip(unique["s"], unique.index)) == expected
+    assert op.categories["s"] == str(tmp_path / "categories" / "unique.s.parquet")
+
+
+def test_categories_without_out_path_hold_the_same_tables(frame, tmp_path):
+    with_files = ops.Categorify(out_path=str(tmp_path))
+    in_memory = ops.Categorify()
+    for op in (with_files, in_memory):
+        nvt.Workflow(["s", "i"] >> op).fit(frame)
+    for name in ("s", "i"):
+        pd.testing.assert_frame_equal(in_memory.categories[name], pd.read_parquet(with_files.categories[name]))
+
+
+def test_get_embedding_sizes_method(frame):
+    op = ops.Categorify()
+    wf = nvt.Workflow(["s", ["i", "m"]] >> op).fit(frame)
+    sizes = op.get_embedding_sizes(["s", "i", "i_m"])
+    n_s = frame["s"].nunique() + 3  # vocabulary + padding, null and one OOV index
+    assert sizes["s"] == (n_s, min(512, max(16, round(1.6 * n_s**0.56))))
+    assert sizes["i"] == sizes["i_m"] == op.get_embedding_sizes(["m"])["m"]
+    assert ops.get_embedding_sizes(wf)["s"] == sizes["s"]
+    with pytest.raises(KeyError, match="nope"):
+        op.get_embedding_sizes(["nope"])

@@ -46,7 +46,7 @@ def test_matches_dense_reference(features, pairs, metric, engine, to_engine):
     ok = pairs["a"].notna() & pairs["b"].lt(30)
     ia, ib = pairs.loc[ok, "a"].astype(int), pairs.loc[ok, "b"].astype(int)
     expected[ok.to_numpy()] = (dense[ia] * dense[ib]).sum(axis=1)
-    assert_frame_equal(out, pd.DataFrame({"a_b_sim": expected.astype("float32")}), check_exact=False, rtol=1e-5)
+    assert_frame_equal(out, pd.DataFrame({"a_b_sim": expected.astype("float64")}), check_exact=False, rtol=1e-9)
 
 
 def test_right_features_and_save_load(features, pairs, tmp_path):

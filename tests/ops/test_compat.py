@@ -11,11 +11,21 @@ import tabflow as nvt
 from tabflow import ops
 
 INERT = {
-    ops.Categorify: {"search_sorted": True, "cat_cache": "device", "on_host": False, "na_sentinel": -1, "tree_width": 8},
-    ops.JoinGroupby: {"tree_width": 8, "cat_cache": "device", "out_path": "/tmp/stats", "on_host": False},
+    ops.Categorify: {"search_sorted": True, "cat_cache": "device", "on_host": False, "tree_width": 8},
+    ops.JoinGroupby: {
+        "split_out": 2, "split_every": 4, "tree_width": 8, "cat_cache": "device", "out_path": "/tmp/stats", "on_host": False,
+    },
+    ops.TargetEncoding: {
+        "split_out": 2, "split_every": 4, "cat_cache": "device", "out_path": "/tmp/stats", "on_host": False, "tree_width": 8,
+    },
     ops.JoinExternal: {"cache": "device"},
+    ops.TagAsUserID: {"tags": ["user"]},
 }
-REQUIRED = {ops.JoinGroupby: {"cont_cols": ["x"]}, ops.JoinExternal: {"df_ext": pd.DataFrame({"k": [1], "v": [2.0]}), "on": "k"}}
+REQUIRED = {
+    ops.JoinGroupby: {"cont_cols": ["x"]},
+    ops.TargetEncoding: {"target": "x"},
+    ops.JoinExternal: {"df_ext": pd.DataFrame({"k": [1], "v": [2.0]}), "on": "k"},
+}
 
 
 @pytest.mark.parametrize("op_class", list(INERT), ids=lambda c: c.__name__)
@@ -23,7 +33,7 @@ def test_inert_arguments_are_documented_apart_and_defaults_are_nvtabulars(op_cla
     doc = op_class.__doc__
     own, other = doc.split("Other Parameters")
     for name in INERT[op_class]:
-        assert f"{name} : optional" in other and f"\n    {name} :" not in own.split("Parameters")[1]
+        assert f"{name} : optional" in other and f"\n    {name} :" not in own.partition("Parameters")[2]
         declared = op_class._inert_arguments[name].default
         assert op_class(**REQUIRED.get(op_class, {})).get_params()[name] == declared
 
@@ -47,6 +57,8 @@ def test_inert_arguments_give_the_same_output():
         odd = nvt.Workflow(["c"] >> ops.Categorify(**INERT[ops.Categorify])).fit_transform(frame)
         grouped = nvt.Workflow(["c"] >> ops.JoinGroupby(cont_cols=["x"], stats=["mean"], **INERT[ops.JoinGroupby]))
         odd_groups = grouped.fit_transform(frame)
+        encoded = nvt.Workflow(["c"] >> ops.TargetEncoding("x", **INERT[ops.TargetEncoding])).fit_transform(frame)
     pd.testing.assert_frame_equal(odd, nvt.Workflow(["c"] >> ops.Categorify()).fit_transform(frame))
     plain = nvt.Workflow(["c"] >> ops.JoinGroupby(cont_cols=["x"], stats=["mean"])).fit_transform(frame)
     pd.testing.assert_frame_equal(odd_groups, plain)
+    pd.testing.assert_frame_equal(encoded, nvt.Workflow(["c"] >> ops.TargetEncoding("x")).fit_transform(frame))

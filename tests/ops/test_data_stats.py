@@ -1,4 +1,4 @@
-"""DataStats: a per-column statistics table; data unchanged."""
+"""DataStats: per-column statistics in NVTabular 23.08's ``output`` format; data unchanged."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
-from tabflow.schema import Tags
 
 
 @pytest.fixture
@@ -42,27 +41,40 @@ def _fit(frame, dataset):
 def test_statistics_match_pandas(frame, engine, to_engine):
     stats, out = _fit(frame, nvt.Dataset(to_engine(frame), npartitions=4))
     pd.testing.assert_frame_equal(to_host(out.compute()), frame)
-    table = stats.output
-    assert list(table.index) == ["x", "i", "s", "l"]
+    output = stats.output
+    assert list(output) == ["x", "i", "s", "l"]
     x = frame["x"]
-    assert table.loc["x", "count"] == x.count() and table.loc["x", "nulls"] == 3
-    np.testing.assert_allclose(table.loc["x", ["min", "max", "mean", "std"]].astype(float),
-                               [x.min(), x.max(), x.mean(), x.std()])
-    assert table.loc["s", "cardinality"] == frame["s"].nunique()
-    assert pd.isna(table.loc["x", "cardinality"])
+    assert set(output["x"]) == {"dtype", "min", "max", "per_nan", "mean", "std"}  # floats: no cardinality
+    assert output["x"]["dtype"] == "float64" and output["x"]["per_nan"] == pytest.approx(100 * 3 / len(x))
+    np.testing.assert_allclose([output["x"][k] for k in ("min", "max", "mean", "std")], [x.min(), x.max(), x.mean(), x.std()])
+    i = frame["i"]
+    assert output["i"] == {
+        "dtype": "Int64", "min": int(i.min()), "max": int(i.max()), "per_nan": 0.0,
+        "mean": pytest.approx(i.mean()), "std": pytest.approx(i.std()), "cardinality": i.nunique(),
+    }
+    # Strings are measured by their lengths, as NVTabular measured them.
+    lengths_s = frame["s"].str.len()
+    assert output["s"]["cardinality"] == frame["s"].nunique() and output["s"]["dtype"] == "string"
+    assert (output["s"]["min"], output["s"]["max"]) == (lengths_s.min(), lengths_s.max())
+    assert output["s"]["per_nan"] == pytest.approx(100 * 2 / len(frame))
+    # Lists: element statistics, plus the lengths (tabflow's addition).
     lengths = frame["l"].map(lambda r: 0 if r is pd.NA else len(r))
-    assert table.loc["l", "nulls"] == 1
-    assert (table.loc["l", "list_min"], table.loc["l", "list_max"]) == (lengths.min(), lengths.max())
-    assert table.loc["l", "list_mean"] == pytest.approx(lengths.mean())
     elements = frame["l"].dropna().explode().dropna().astype(float)
-    assert table.loc["l", "max"] == elements.max()
-    assert table.loc["i", "dtype"] == "Int64" and table.loc["s", "dtype"] == "string"
+    assert output["l"]["per_nan"] == pytest.approx(100 / len(frame))
+    assert (output["l"]["list_min"], output["l"]["list_max"]) == (lengths.min(), lengths.max())
+    assert output["l"]["list_mean"] == pytest.approx(lengths.mean())
+    assert output["l"]["max"] == elements.max() and output["l"]["mean"] == pytest.approx(elements.mean())
+    assert output["l"]["cardinality"] == elements.nunique()
+    # The fitted table keeps the counts too.
+    assert stats.stats_.set_index("column").loc["x", "nulls"] == 3
 
 
-def test_categorical_tag_adds_cardinality(frame):
-    stats = ops.DataStats()
-    nvt.Workflow(["i"] >> ops.AddTags(Tags.CATEGORICAL) >> stats).fit(frame)
-    assert stats.output.loc["i", "cardinality"] == frame["i"].nunique()
+def test_output_is_plain_python_and_json_serialisable(frame):
+    import json
+
+    stats, _ = _fit(frame, frame)
+    assert json.loads(json.dumps(stats.output, allow_nan=True)).keys() == stats.output.keys()
+    assert all(type(v) in (str, int, float) for column in stats.output.values() for v in column.values())
 
 
 def test_many_partitions_equal_one(frame):

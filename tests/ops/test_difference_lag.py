@@ -21,7 +21,8 @@ def data(rng):
 
 
 def _reference(df, col, shift, key="user"):
-    return (df[col] - df.groupby(key)[col].shift(shift)).astype("float64")
+    # NVTabular 23.08's output dtype is float32 (the difference itself is taken in float64).
+    return (df[col].astype("float64") - df.groupby(key)[col].shift(shift)).astype("float32")
 
 
 @pytest.mark.parametrize("shift", [1, 2, -1])
@@ -42,9 +43,10 @@ def test_several_shifts_null_keys_and_empty_partitions(data):
     out = wf.fit_transform(data)
     assert out.columns.tolist() == ["ts_difference_lag_1", "ts_difference_lag_3"]
     assert out.loc[5:8, "ts_difference_lag_1"].isna().all()  # null keys never match
-    np.testing.assert_allclose(out["ts_difference_lag_3"].iloc[20:], _reference(data, "ts", 3).iloc[20:])
+    np.testing.assert_allclose(out["ts_difference_lag_3"].iloc[20:], _reference(data, "ts", 3).iloc[20:], rtol=1e-6)
     empty = wf.transform(data.iloc[:0])
-    assert len(empty) == 0 and str(empty["ts_difference_lag_1"].dtype) == "float64"
+    assert len(empty) == 0 and str(empty["ts_difference_lag_1"].dtype) == "float32"
+    assert wf.output_schema["ts_difference_lag_1"].dtype == "float32"
 
 
 def test_multi_partition_after_shuffle_by_keys(data, tmp_path):
@@ -52,7 +54,7 @@ def test_multi_partition_after_shuffle_by_keys(data, tmp_path):
     ddf = shuffled.to_ddf().map_partitions(lambda p: p.sort_values(["user", "ts"], kind="stable"))
     wf = nvt.Workflow((["ts"] >> ops.DifferenceLag("user")) + ["user", "ts"])
     out = wf.fit_transform(nvt.Dataset(ddf)).compute().sort_values(["user", "ts"], kind="stable").reset_index(drop=True)
-    np.testing.assert_allclose(out["ts_difference_lag_1"], _reference(data, "ts", 1))
+    np.testing.assert_allclose(out["ts_difference_lag_1"], _reference(data, "ts", 1), rtol=1e-6)
     wf.save(str(tmp_path / "wf"))
     assert_frame_equal(nvt.Workflow.load(str(tmp_path / "wf")).transform(data), wf.transform(data))
 

@@ -1,15 +1,15 @@
-"""DropLowCardinality: the output columns depend on the fitted cardinalities."""
+"""DropLowCardinality: NVTabular 23.08's rule on the schema's domain of categorical columns."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
-from _op_helpers import dataset_with_empty_partitions, to_host
+from _op_helpers import to_host
 
 import tabflow as nvt
 from tabflow import ops
+from tabflow.schema import Tags
 
 
 @pytest.fixture
@@ -17,58 +17,65 @@ def frame(rng):
     n = 90
     return pd.DataFrame(
         {
-            "many": rng.integers(0, 1000, n),
-            "const": np.full(n, 7),
-            "nulls": pd.array([None] * n, dtype="Int64"),
-            "const_with_nulls": pd.array(["a"] * (n - 3) + [None] * 3, dtype="string"),
+            "one": pd.array(["a"] * n, dtype="string"),
             "two": pd.array(["a", "b"] * (n // 2), dtype="string"),
-            "tags": pd.Series(pd.arrays.ArrowExtensionArray(pa.array([[1, 1]] * (n - 1) + [[2]], pa.list_(pa.int64())))),
+            "many": rng.integers(0, 1000, n),
+            "label": rng.integers(0, 2, n),
+            "const": np.full(n, 7.0),
         }
     )
 
 
-def _reference(frame, k):
+def _reference(frame, cats, k):
+    """Kept columns by NVTabular 23.08's rule: a Categorify column's domain max is its number
+    of distinct values + 2 (padding, null and one OOV index, minus one for the maximum)."""
     kept = []
     for name in frame.columns:
-        column = frame[name]
-        values = column.explode() if name == "tags" else column
-        if values.nunique(dropna=True) >= k:
-            kept.append(name)
+        if name in cats and frame[name].nunique(dropna=True) + 2 < k:
+            continue
+        kept.append(name)
     return kept
 
 
-@pytest.mark.parametrize("k", [1, 2, 3])
-def test_matches_nunique(frame, k, engine, to_engine):
-    workflow = nvt.Workflow(list(frame.columns) >> ops.DropLowCardinality(min_cardinality=k))
+@pytest.mark.parametrize("k", [0, 3, 4, 5])
+def test_matches_nvtabular_rule_after_categorify(frame, k, engine, to_engine):
+    cats = ["one", "two", "many"]
+    features = (cats >> ops.Categorify()) + ["label", "const"]
+    workflow = nvt.Workflow(features >> ops.DropLowCardinality(min_cardinality=k))
     out = to_host(workflow.fit_transform(nvt.Dataset(to_engine(frame), npartitions=5)).compute())
-    assert list(out.columns) == _reference(frame, k)
-    assert workflow.output_schema.column_names == _reference(frame, k)
-    pd.testing.assert_frame_equal(out, frame[_reference(frame, k)])
+    expected = _reference(frame, cats, k)
+    assert list(out.columns) == expected and workflow.output_schema.column_names == expected
+    encoded = to_host(nvt.Workflow(features).fit_transform(to_engine(frame)))
+    pd.testing.assert_frame_equal(out, encoded[expected])
 
 
-def test_many_partitions_equal_one(frame):
-    # Each partition alone sees only one value of "two" when split this way.
-    ordered = frame.sort_values("two", kind="stable").reset_index(drop=True)
-    one = nvt.Workflow(list(frame.columns) >> ops.DropLowCardinality()).fit(nvt.Dataset(ordered, npartitions=1))
-    many = nvt.Workflow(list(frame.columns) >> ops.DropLowCardinality()).fit(dataset_with_empty_partitions(ordered, 7))
-    assert one.output_schema == many.output_schema
-    assert "two" in many.output_schema.column_names
+def test_default_is_nvtabulars_four(frame):
+    assert ops.DropLowCardinality().min_cardinality == 4
+    workflow = nvt.Workflow(((["one", "two"] >> ops.Categorify()) + ["label", "const"]) >> ops.DropLowCardinality())
+    # "one": domain max 3 (pad, null, OOV, "a") < 4: dropped; "two": max 4: kept; the
+    # others are not categorical and stay, however few values they hold.
+    assert list(workflow.fit_transform(frame).columns) == ["two", "label", "const"]
 
 
-def test_schema_before_fit_lists_all_columns(frame):
-    workflow = nvt.Workflow(["many", "const"] >> ops.DropLowCardinality())
+def test_other_domains_and_columns_without_one(frame):
+    hashed = ["many"] >> ops.HashBucket(3)  # domain max 2
+    tagged = ["label"] >> ops.AddTags(Tags.CATEGORICAL)  # categorical, no domain: kept
+    bucketed = ["const"] >> ops.Bucketize([0.0, 10.0, 20.0, 30.0])  # domain max 4
+    workflow = nvt.Workflow((hashed + tagged + bucketed) >> ops.DropLowCardinality())
+    assert list(workflow.fit_transform(frame).columns) == ["label", "const"]
+
+
+def test_schema_known_before_fit_and_save_load(frame, tmp_path):
+    workflow = nvt.Workflow((["many"] >> ops.HashBucket(2)) + ["label"] >> ops.DropLowCardinality())
     workflow.fit_schema(nvt.Dataset(frame).schema)
-    assert workflow.output_schema.column_names == ["many", "const"]
-
-
-def test_save_load_round_trip(frame, tmp_path):
-    workflow = nvt.Workflow(list(frame.columns) >> ops.DropLowCardinality()).fit(frame)
+    assert workflow.output_schema.column_names == ["label"]
+    workflow.fit(frame)
     workflow.save(str(tmp_path / "wf"))
     loaded = nvt.Workflow.load(str(tmp_path / "wf"))
-    assert loaded.output_schema.column_names == workflow.output_schema.column_names
+    assert loaded.output_schema.column_names == ["label"]
     pd.testing.assert_frame_equal(loaded.transform(frame), workflow.transform(frame))
 
 
 def test_bad_parameter():
     with pytest.raises(ValueError, match="min_cardinality"):
-        nvt.Workflow(["a"] >> ops.DropLowCardinality(0)).fit(pd.DataFrame({"a": [1]}))
+        nvt.Workflow(["a"] >> ops.DropLowCardinality(-1)).fit(pd.DataFrame({"a": [1]}))

@@ -64,3 +64,10 @@ def test_save_load_round_trip(frame, tmp_path):
     workflow.save(str(tmp_path / "wf"))
     loaded = nvt.Workflow.load(str(tmp_path / "wf"))
     pd.testing.assert_frame_equal(loaded.transform(frame), workflow.transform(frame))
+
+
+def test_kept_rows_get_a_fresh_index_as_in_nvtabular(frame):
+    # NVTabular 23.08: dropna(subset=selected).reset_index(drop=True).
+    out = nvt.Workflow(["x", "s"] >> ops.Dropna()).fit_transform(frame.set_index(np.arange(len(frame)) * 10))
+    expected = frame[["x", "s"]].dropna().reset_index(drop=True)
+    pd.testing.assert_frame_equal(out, expected)

@@ -42,7 +42,8 @@ def test_mask_function(frame, engine, to_engine):
 
 def test_function_returning_frame_and_null_mask(frame):
     out = nvt.Workflow(["price", "item"] >> ops.Filter(cheap_rows)).fit_transform(frame)
-    pd.testing.assert_frame_equal(out, frame[frame["price"] < 5])
+    # NVTabular 23.08 renumbers the kept rows (reset_index(drop=True)).
+    pd.testing.assert_frame_equal(out, frame[frame["price"] < 5].reset_index(drop=True))
     kept = nvt.Workflow(["price"] >> ops.Filter(with_null_mask)).fit_transform(frame)
     assert len(kept) == len(frame) - 2  # a null in the mask drops the row
 
@@ -84,3 +85,10 @@ def test_save_load(frame, tmp_path):
         nvt.Workflow.load(str(tmp_path / "x")).transform(frame)
     trusted = nvt.Workflow.load(str(tmp_path / "x"), trust_code=True)
     pd.testing.assert_frame_equal(trusted.transform(frame), with_lambda.transform(frame))
+
+
+def test_kept_rows_get_a_fresh_index_as_in_nvtabular(frame, to_engine):
+    out = to_host(nvt.Workflow(["price", "item"] >> ops.Filter(positive_price)).fit_transform(to_engine(frame)))
+    expected = frame[frame["price"] > 0].reset_index(drop=True)
+    assert out.index.tolist() == list(range(len(expected)))
+    pd.testing.assert_frame_equal(out, expected[["price", "item"]])

@@ -50,7 +50,7 @@ def test_matches_reference(frame, engine, to_engine):
     assert out["item"].tolist() == [ref_bucket(v, 1000) for v in frame["item"].astype(object)]
     expected_tags = [[ref_bucket(v, 7) for v in row] if row is not pd.NA else [] for row in frame["tags"].tolist()]
     assert [list(row) for row in out["tags"].tolist()] == expected_tags
-    assert str(out["user"].dtype) == "int64"
+    assert str(out["user"].dtype) == "int32"
 
 
 def test_nulls_share_a_fixed_bucket(frame):
@@ -58,11 +58,12 @@ def test_nulls_share_a_fixed_bucket(frame):
     assert set(out["user"][frame["user"].isna()]) == {NULL % 10}
 
 
-def test_schema_declares_categorical_int64_and_embedding_sizes(frame):
+def test_schema_declares_categorical_int32_and_embedding_sizes(frame):
     workflow = nvt.Workflow(["user", "tags"] >> ops.HashBucket(100)).fit(frame)
     user, tags = workflow.output_schema["user"], workflow.output_schema["tags"]
-    assert user.dtype == "int64" and tags.dtype == "list<int64>"
-    assert {Tags.CATEGORICAL, Tags.HASHED} <= set(user.tags)
+    # NVTabular 23.08: int32 and the CATEGORICAL tag only (it had no "hashed" tag).
+    assert user.dtype == "int32" and tags.dtype == "list<int32>"
+    assert set(user.tags) == {Tags.CATEGORICAL}
     assert user.properties["num_buckets"] == 100 and user.properties["cardinality"] == 100
     assert user.properties["embedding_sizes"]["cardinality"] == 100
     assert ops.get_embedding_sizes(workflow) == ({"user": (100, 21)}, {"tags": (100, 21)})
@@ -98,7 +99,13 @@ def test_errors_name_the_column(frame):
 def test_empty_frame_keeps_declared_dtypes(frame):
     workflow = nvt.Workflow(["user", "tags"] >> ops.HashBucket(10)).fit(frame)
     out = workflow.transform(frame.iloc[:0])
-    assert len(out) == 0 and str(out["user"].dtype) == "int64"
+    assert len(out) == 0 and str(out["user"].dtype) == "int32"
+
+
+def test_more_buckets_than_int32_holds_gives_int64(frame):
+    out = nvt.Workflow(["user"] >> ops.HashBucket(2**40)).fit_transform(frame)
+    assert str(out["user"].dtype) == "int64"
+    assert out["user"].tolist() == [ref_bucket(v, 2**40) for v in frame["user"].astype(object)]
 
 
 def ref_float_bucket(value, n):

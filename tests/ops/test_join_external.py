@@ -141,3 +141,13 @@ def test_clear_errors(data, items):
         nvt.Workflow(["item", "x"] >> ops.JoinExternal(items.rename(columns={"price": "x"}), on="item", on_ext="item_id")).fit(data)
     with pytest.raises(ValueError, match="outer"):
         nvt.Workflow(["item"] >> ops.JoinExternal(items, on="item", on_ext="item_id", how="outer")).fit(data)
+
+
+def test_extra_keywords_are_accepted_as_in_nvtabular_and_change_nothing():
+    ext = pd.DataFrame({"c": [1, 2], "v": [10.0, 20.0]})
+    df = pd.DataFrame({"c": [2, 1, 3]})
+    with pytest.warns(UserWarning, match=r"JoinExternal\(suffixes\) has no effect"):
+        op = ops.JoinExternal(ext, on="c", suffixes=("_x", "_y"))
+    assert op.kwargs == {"suffixes": ("_x", "_y")} and "suffixes" not in op.get_params()
+    out = nvt.Workflow(["c"] >> op).fit_transform(df)
+    pd.testing.assert_frame_equal(out, nvt.Workflow(["c"] >> ops.JoinExternal(ext, on="c")).fit_transform(df))

@@ -9,6 +9,7 @@ from _op_helpers import dataset_with_empty_partitions, to_host
 
 import tabflow as nvt
 from tabflow import ops
+from tabflow.schema import Tags
 
 
 def list_series(rows, value_type):
@@ -102,3 +103,12 @@ def test_one_positive_argument_keeps_the_first_items_as_nvtabular(frame, rows):
     out = nvt.Workflow(["ints"] >> ops.ListSlice(-2)).fit_transform(frame)
     assert _lists(out["ints"]) == [(r or [])[-2:] for r in rows]
     assert ops.ListSlice(2).get_params() == {"start": 2, "end": None, "pad": False, "pad_value": 0}
+
+
+def test_output_is_tagged_list_as_in_nvtabular():
+    items = pd.Series(pd.arrays.ArrowExtensionArray(pa.array([[1, 2, 3], [4]])))
+    wf = nvt.Workflow(["items"] >> ops.ListSlice(0, 2, pad=True)).fit(pd.DataFrame({"items": items}))
+    column = wf.output_schema["items"]
+    assert Tags.LIST in column.tags
+    assert [list(r) for r in wf.transform(pd.DataFrame({"items": items}))["items"].tolist()] == [[1, 2], [4, 0]]
+    assert (column.value_count["min"], column.value_count["max"]) == (2, 2)

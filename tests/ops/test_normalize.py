@@ -1,9 +1,10 @@
-"""Normalize: standardisation against a pandas reference."""
+"""Normalize: standardisation against a pandas reference (NVTabular 23.08's float64 output)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from _op_helpers import dataset_with_empty_partitions, to_host
 
@@ -31,13 +32,13 @@ def test_matches_pandas_reference(frame, to_engine):
     wf = nvt.Workflow(["x", "i", "const"] >> ops.Normalize())
     out = to_host(wf.fit_transform(nvt.Dataset(to_engine(frame), npartitions=4)).compute())
     for name in ["x", "i", "const"]:
-        assert out[name].dtype == np.float32
-        np.testing.assert_allclose(out[name].to_numpy(), _reference(frame[name]), rtol=1e-5, atol=1e-6)
+        assert out[name].dtype == np.float64
+        np.testing.assert_allclose(out[name].to_numpy(), _reference(frame[name]), rtol=1e-10, atol=1e-12)
     # Nulls stay null, and a constant column is only centred.
     assert out["x"].isna().tolist() == frame["x"].isna().tolist()
     assert out["i"].isna().tolist() == frame["i"].isna().tolist()
     assert (out["const"] == 0).all()
-    assert wf.output_schema["x"].dtype == "float32"
+    assert wf.output_schema["x"].dtype == "float64"
     assert "continuous" in {str(t) for t in wf.output_schema["x"].tags}
 
 
@@ -52,10 +53,14 @@ def test_many_partitions_equal_one(frame):
             assert op.stds_[name] == pytest.approx(op_one.stds_[name], rel=1e-12)
 
 
-def test_out_dtype_and_save_load(frame, tmp_path):
-    wf = nvt.Workflow(["x"] >> ops.Normalize(out_dtype="float64"))
+@pytest.mark.parametrize("out_dtype", ["float32", np.float32, np.dtype("float32")])
+def test_out_dtype_and_save_load(frame, tmp_path, out_dtype):
+    wf = nvt.Workflow(["x"] >> ops.Normalize(out_dtype=out_dtype))
     expected = wf.fit_transform(frame)
-    assert expected["x"].dtype == np.float64
+    assert expected["x"].dtype == np.float32 and wf.output_schema["x"].dtype == "float32"
+    np.testing.assert_allclose(expected["x"], _reference(frame["x"]).astype("float32"), rtol=1e-6)
+    if out_dtype != "float32":
+        return  # numpy dtype objects are not JSON parameters; the string form is saved
     wf.save(str(tmp_path / "wf"))
     loaded = nvt.Workflow.load(str(tmp_path / "wf"))
     pd.testing.assert_frame_equal(loaded.transform(frame), expected)
@@ -118,3 +123,25 @@ def test_column_without_finite_values_warns_and_is_null():
     with pytest.warns(UserWarning, match=r"Normalize: column\(s\) \['inf'\] held no finite value"):
         wf = nvt.Workflow(["x", "inf"] >> ops.Normalize()).fit(train)
     assert wf.transform(train)["inf"].isna().all()
+
+
+def _lists(rows, value_type=pa.float64()):
+    return pd.Series(pd.arrays.ArrowExtensionArray(pa.array(rows, pa.list_(value_type))))
+
+
+def test_list_columns_are_normalised_element_wise(to_engine):
+    # NVTabular 23.08 flattens a list column, fits and applies the statistics on its elements.
+    rows = [[1.0, 2.0], None, [], [3.0, None, 6.0]]
+    frame = pd.DataFrame({"l": _lists(rows)})
+    wf = nvt.Workflow(["l"] >> ops.Normalize())
+    out = to_host(wf.fit_transform(to_engine(frame)))
+    flat = pd.Series([1.0, 2.0, 3.0, np.nan, 6.0])
+    mean, std = flat.mean(), flat.std(ddof=1)
+    assert wf.ops[0].means == {"l": pytest.approx(mean)} and wf.ops[0].stds == {"l": pytest.approx(std)}
+    got = [list(r) for r in out["l"].tolist()]
+    expected = [[(1 - mean) / std, (2 - mean) / std], [], [], [(3 - mean) / std, None, (6 - mean) / std]]
+    assert [len(r) for r in got] == [len(r) for r in expected]
+    for g_row, e_row in zip(got, expected):
+        for g, e in zip(g_row, e_row):
+            assert (g is None or np.isnan(g)) if e is None else g == pytest.approx(e)
+    assert wf.output_schema["l"].dtype == "list<float64>"

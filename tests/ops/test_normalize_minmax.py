@@ -1,9 +1,10 @@
-"""NormalizeMinMax against a pandas reference."""
+"""NormalizeMinMax against a pandas reference (NVTabular 23.08's float64 output and constant rule)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from _op_helpers import dataset_with_empty_partitions, to_host
 
@@ -24,20 +25,41 @@ def frame(rng):
 def _reference(series: pd.Series) -> np.ndarray:
     values = series.to_numpy("float64", na_value=np.nan)
     low, high = np.nanmin(values), np.nanmax(values)
-    return (values - low) / ((high - low) or 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # NVTabular 23.08: a column fitted as constant becomes x / (2x).
+        return (values - low) / (high - low) if high > low else values / (2 * values)
 
 
 def test_matches_reference(frame, to_engine):
     wf = nvt.Workflow(["x", "i", "const"] >> ops.NormalizeMinMax())
     out = to_host(wf.fit_transform(nvt.Dataset(to_engine(frame), npartitions=3)).compute())
-    assert wf.output_schema.dtypes == {"x": "float32", "i": "float32", "const": "float32"}
+    assert wf.output_schema.dtypes == {"x": "float64", "i": "float64", "const": "float64"}
     for name in ["x", "i", "const"]:
-        assert out[name].dtype == np.float32
-        np.testing.assert_allclose(out[name].to_numpy(), _reference(frame[name]), rtol=1e-6, atol=1e-7)
+        assert out[name].dtype == np.float64
+        np.testing.assert_allclose(out[name].to_numpy(), _reference(frame[name]), rtol=1e-12, atol=1e-14)
     assert out["x"].isna().tolist() == frame["x"].isna().tolist()
     assert out["i"].isna().tolist() == frame["i"].isna().tolist()
     assert out["x"].min() == 0.0 and out["x"].max() == 1.0
-    assert (out["const"] == 0).all()
+    assert (out["const"] == 0.5).all()
+
+
+def test_constant_column_as_nvtabular_gives_half_and_nan_for_zero():
+    wf = nvt.Workflow(["k", "z"] >> ops.NormalizeMinMax(out_dtype="float32"))
+    wf.fit(pd.DataFrame({"k": [5.0, 5.0, 5.0], "z": [0, 0, 0]}))
+    assert wf.ops[0].mins == {"k": 5.0, "z": 0.0} and wf.ops[0].maxs == {"k": 5.0, "z": 0.0}
+    out = wf.transform(pd.DataFrame({"k": [5.0, 7.0, 0.0, np.nan], "z": [0, 0, 0, 0]}))
+    assert out.dtypes.astype(str).tolist() == ["float32", "float32"]
+    np.testing.assert_array_equal(out["k"], [0.5, 0.5, np.nan, np.nan])
+    assert out["z"].isna().all()
+
+
+def test_list_columns_are_scaled_element_wise():
+    rows = [[2.0, 4.0], None, [6.0, None]]
+    frame = pd.DataFrame({"l": pd.Series(pd.arrays.ArrowExtensionArray(pa.array(rows, pa.list_(pa.float64()))))})
+    wf = nvt.Workflow(["l"] >> ops.NormalizeMinMax())
+    out = wf.fit_transform(frame)
+    assert [list(r) for r in out["l"].tolist()] == [[0.0, 0.5], [], [1.0, None]]
+    assert wf.output_schema["l"].dtype == "list<float64>"
 
 
 def test_many_partitions_equal_one(frame):
@@ -91,12 +113,15 @@ def test_infinities_are_left_out_of_min_and_max(rng, to_engine):
         values = frame[name].to_numpy()
         finite = values[np.isfinite(values)]
         low, high = finite.min(), finite.max()
-        expected = (values - low) / ((high - low) or 1.0)
+        with np.errstate(invalid="ignore"):
+            expected = (values - low) / (high - low) if high > low else values / (2 * values)
         np.testing.assert_allclose(out[name].to_numpy(), expected, rtol=1e-12)
-        assert out[name].isna().tolist() == np.isnan(values).tolist()
         assert wf.ops[0].mins_[name] == low and wf.ops[0].maxs_[name] == high
+    assert out["x"].isna().tolist() == np.isnan(x).tolist()
     assert out["x"][np.isfinite(x)].between(0, 1).all()
-    assert out["x"][1] == np.inf and out["x"][2] == -np.inf and out["const"][9] == -np.inf
+    assert out["x"][1] == np.inf and out["x"][2] == -np.inf
+    # The finite part of "const" is constant: 0.5, and the infinity x / (2x) is NaN.
+    assert np.isnan(out["const"][9]) and (out["const"].drop(9) == 0.5).all()
 
 
 def test_column_without_finite_values_warns_and_is_null():

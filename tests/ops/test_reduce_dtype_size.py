@@ -66,3 +66,13 @@ def test_save_load_and_errors(frame, tmp_path):
         nvt.Workflow(["s"] >> ops.ReduceDtypeSize()).fit(pd.DataFrame({"s": ["a"]}))
     with pytest.raises(TypeError, match="float_dtype"):
         nvt.Workflow(["f"] >> ops.ReduceDtypeSize(float_dtype="int8")).fit(frame)
+
+
+def test_nvtabular_names_of_the_fitted_state():
+    df = pd.DataFrame({"a": [1, 2, 300], "f": [0.5, 1.5, 2.5]})
+    op = ops.ReduceDtypeSize()
+    assert op.ranges == {} and op.dtypes == {}  # NVTabular's empty dicts before fitting
+    nvt.Workflow(["a", "f"] >> op).fit(df)
+    assert op.ranges == {"a": (1, 300), "f": (0.5, 2.5)}
+    assert op.dtypes == {"a": "int16", "f": "float32"}
+    assert op.dtypes == nvt.Workflow(["a", "f"] >> op).fit(df).output_schema.dtypes

@@ -122,3 +122,42 @@ def test_clear_errors(train):
         nvt.Workflow(["shop"] >> ops.TargetEncoding("cat")).fit(train)
     with pytest.raises(ValueError, match="kfold"):
         nvt.Workflow(["cat"] >> ops.TargetEncoding("click", kfold=0)).fit(train)
+
+
+def test_kfold_none_means_three_as_in_nvtabular(train):
+    default = nvt.Workflow(["cat"] >> ops.TargetEncoding("click", drop_folds=False))
+    three = nvt.Workflow(["cat"] >> ops.TargetEncoding("click", kfold=3, drop_folds=False))
+    assert default.ops[0].kfold is None  # stored as given
+    assert_frame_equal(default.fit_transform(train), three.fit_transform(train))
+    assert set(default.transform(train)["__fold__"]) == {0, 1, 2}
+
+
+def test_target_given_as_a_node(train):
+    # NVTabular 23.08's example: labels made by an op, passed as the target.
+    labels = nvt.ColumnSelector(["spend"]) >> ops.LambdaOp(lambda col: (col > 20).astype("float64"), dtype="float64")
+    wf = nvt.Workflow(["cat"] >> ops.TargetEncoding(labels, kfold=1, p_smooth=4))
+    out = wf.fit_transform(train)
+    assert list(out.columns) == ["TE_cat_spend"]
+    binary = train.assign(spend=(train["spend"] > 20).astype("float64"))
+    np.testing.assert_allclose(out["TE_cat_spend"], _full_reference(binary, binary, ["cat"], "spend", 4), rtol=1e-5)
+
+
+def test_nvtabular_names_of_the_fitted_state(train):
+    op = ops.TargetEncoding("click", kfold=1, p_smooth=0)
+    assert op.means == {} and op.stats == {}
+    nvt.Workflow(["cat"] >> op).fit(train)
+    assert op.means == {"click": pytest.approx(train["click"].mean())}
+    table = op.stats["cat"].set_index("cat")["click"]
+    assert table["a"] == pytest.approx(train.loc[train["cat"] == "a", "click"].mean())
+
+
+def test_full_nvtabular_signature_in_order(train, tmp_path):
+    args = ("click", None, None, 42, 20, None, "float32", 2, 4, "device", str(tmp_path), False, "_", True, 8)
+    with pytest.warns(UserWarning, match="no effect"):
+        op = ops.TargetEncoding(*args)
+    names = ["target", "target_mean", "kfold", "fold_seed", "p_smooth", "out_col", "out_dtype", "split_out",
+             "split_every", "cat_cache", "out_path", "on_host", "name_sep", "drop_folds", "tree_width"]
+    assert op.get_params() == dict(zip(names, args))
+    out = nvt.Workflow(["cat"] >> op).fit_transform(train)
+    assert_frame_equal(out, nvt.Workflow(["cat"] >> ops.TargetEncoding("click")).fit_transform(train))
+    assert list(tmp_path.iterdir()) == []  # statistics stay with the workflow

@@ -1,9 +1,19 @@
-"""PyTorch model and training helpers, importable where NVTabular scripts expect them.
+"""PyTorch modules and training helpers: the one home for torch modules in tabflow.
 
-``from nvtabular.framework_utils.torch.models import Model`` becomes
-``from tabflow.framework_utils.torch.models import Model``, and likewise for ``layers`` and
-``utils``. The helpers accept the batches of both tabflow loaders: the ``(x_cat, x_cont, y)``
-tuples of :class:`~tabflow.loader.torch.TorchAsyncItr` and the ``(dict, targets)`` pairs of
+NVTabular's paths keep working: ``from nvtabular.framework_utils.torch.models import Model``
+becomes ``from tabflow.framework_utils.torch.models import Model``, and likewise for
+``layers`` and ``utils``. The same package holds the embedding tables and DLRM for dict
+batches (before, ``tabflow.loader.torch``; the loader now only moves data).
+
+- :mod:`~tabflow.framework_utils.torch.layers`: ``ConcatenatedEmbeddings``,
+  ``MultiHotEmbeddings``, ``EmbeddingTables`` (+ ``EmbeddingFeature``, ``embedding_config``,
+  ``sparse_and_dense_parameters``), all pooling list columns with one function;
+- :mod:`~tabflow.framework_utils.torch.models`: ``Model`` and ``DLRM``;
+- :mod:`~tabflow.framework_utils.torch.utils`: ``process_epoch``, ``DictTransform``,
+  ``FastaiTransform``.
+
+The helpers accept the batches of both tabflow loaders: the ``(x_cat, x_cont, y)`` tuples of
+:class:`~tabflow.loader.torch.TorchAsyncItr` and the ``(dict, targets)`` pairs of
 :class:`~tabflow.loader.torch.Loader`.
 
 Examples
@@ -18,9 +28,13 @@ from __future__ import annotations
 
 from tabflow.framework_utils.torch.layers import (
     ConcatenatedEmbeddings,
+    EmbeddingFeature,
+    EmbeddingTables,
     MultiHotEmbeddings,
+    embedding_config,
+    sparse_and_dense_parameters,
 )
-from tabflow.framework_utils.torch.models import Model
+from tabflow.framework_utils.torch.models import DLRM, Model
 from tabflow.framework_utils.torch.utils import (
     DictTransform,
     FastaiTransform,
@@ -29,9 +43,14 @@ from tabflow.framework_utils.torch.utils import (
 
 __all__ = [
     "ConcatenatedEmbeddings",
+    "DLRM",
     "DictTransform",
+    "EmbeddingFeature",
+    "EmbeddingTables",
     "FastaiTransform",
     "Model",
     "MultiHotEmbeddings",
+    "embedding_config",
     "process_epoch",
+    "sparse_and_dense_parameters",
 ]

@@ -39,6 +39,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from tabflow.loader.keys import OFFSETS_SUFFIX, list_column, ragged_pair
+
 __all__ = ["DictTransform", "FastaiTransform", "process_epoch"]
 
 Batch = Any
@@ -150,8 +152,8 @@ class DictTransform:
                     multi_hot[name] = column
                 else:
                     scalars.append(column.unsqueeze(1) if column.dim() == 1 else column)
-            elif f"{name}__values" in batch:
-                multi_hot[name] = (batch[f"{name}__values"], batch[f"{name}__offsets"])
+            elif ragged_pair(batch, name) is not None:
+                multi_hot[name] = ragged_pair(batch, name)
             else:
                 raise KeyError(f"the batch has no column {name!r}; its keys are {sorted(batch)}")
         stacked = None
@@ -378,9 +380,9 @@ def _first_device(*parts: Any) -> torch.device | None:
 
 def _batch_rows(inputs: Mapping[str, Any], labels: Any) -> int:
     for name, value in inputs.items():
-        if isinstance(value, torch.Tensor) and not name.endswith(("__values", "__offsets")):
+        if isinstance(value, torch.Tensor) and list_column(name) is None:
             return int(value.shape[0])
-        if name.endswith("__offsets"):
+        if name.endswith(OFFSETS_SUFFIX):
             return int(value.shape[0]) - 1
     if isinstance(labels, torch.Tensor):
         return int(labels.shape[0])

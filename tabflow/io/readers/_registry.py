@@ -18,12 +18,13 @@ import dataclasses
 import glob
 import os
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from tabflow.io.fs import basename, filesystem, is_remote, local_path, remote_url
+from tabflow.io.readers._schema_files import NOT_DATA, schema_next_to
 from tabflow.io.readers._shared import DatasetReadError
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.io.readers.frame import read_frame
-from tabflow.schema import SCHEMA_FILENAMES, Schema
 
 __all__ = ["Format", "register", "format_for", "guess_format", "expand_paths", "open_source", "read_files"]
 
@@ -101,7 +102,11 @@ def guess_format(path: str) -> Format:
 
 
 def open_source(path_or_source: Any, engine: str | None, options: ReadOptions) -> Source:
-    """The :class:`Source` of anything ``Dataset`` accepts: paths, or a pandas, cuDF or dask frame."""
+    """The :class:`Source` of anything ``Dataset`` accepts: paths, or a pandas, cuDF or dask frame.
+
+    Paths may be URLs (``s3://bucket/data/*.parquet``), read through fsspec with
+    ``options.storage_options``.
+    """
     if isinstance(path_or_source, (str, os.PathLike, list, tuple)):
         return read_files(path_or_source, engine, options)
     return read_frame(path_or_source, options)
@@ -114,10 +119,10 @@ def read_files(source: str | Sequence[str], engine: str | None, options: ReadOpt
     files when the reader found none of its own.
     """
     chosen = format_for(engine) if engine else None
-    paths = expand_paths(source, engine or DEFAULT_FORMAT)
+    paths = expand_paths(source, engine or DEFAULT_FORMAT, options.storage_options)
     chosen = chosen or guess_format(paths[0])
     found = chosen.read(paths, options)
-    schema = found.schema if found.schema is not None else schema_next_to(paths)
+    schema = found.schema if found.schema is not None else schema_next_to(paths, options.storage_options)
     return dataclasses.replace(found, paths=tuple(paths), format=chosen.name, schema=schema)
 
 
@@ -125,26 +130,28 @@ def _natural_key(path: str) -> list:
     return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", path)]
 
 
-def expand_paths(source: str | Sequence[str], engine: str) -> list[str]:
+def expand_paths(source: str | Sequence[str], engine: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Files named by a path, a glob, a directory, or a list of those, in natural order.
 
     A directory lists the files of ``engine``'s format (by suffix), skipping hidden and
-    ``_``-prefixed files and ``schema.json``.
+    ``_``-prefixed files and schema files (``schema.json``, ``schema.pbtxt``). URLs
+    (``s3://bucket/dir``, ``memory://...``) are listed through fsspec with
+    ``storage_options`` and stay URLs; ``file://`` URLs become local paths.
     """
     registered = _FORMATS.get(engine)
     sources = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     files: list[str] = []
     for item in sources:
-        item = os.fspath(item)
-        if os.path.isdir(item):
+        item = local_path(os.fspath(item))
+        if is_remote(item):
+            files.extend(_expand_remote(item, engine, registered, storage_options))
+        elif os.path.isdir(item):
             found = [
                 os.path.join(item, name)
                 for name in os.listdir(item)
-                if not name.startswith((".", "_"))
-                and name != "schema.json"
-                and os.path.isfile(os.path.join(item, name))
-                and (registered is None or registered.lists(name))
+                if _listed(name, registered) and os.path.isfile(os.path.join(item, name))
             ]
+            found = found or _hive_files_local(item, registered)
             if not found:
                 raise DatasetReadError(f"directory {item!r} holds no {engine} files")
             files.extend(sorted(found, key=_natural_key))
@@ -160,13 +167,61 @@ def expand_paths(source: str | Sequence[str], engine: str) -> list[str]:
     return files
 
 
-def schema_next_to(paths: Sequence[str]) -> Schema | None:
-    """The schema stored in the files' directory (``_schema.json`` or ``schema.json``), if any."""
-    directories = {os.path.dirname(os.path.abspath(p)) for p in paths}
-    if len(directories) == 1:
-        directory = directories.pop()
-        for name in SCHEMA_FILENAMES:
-            candidate = os.path.join(directory, name)
-            if os.path.exists(candidate):
-                return Schema.from_json(candidate)
-    return None
+def _is_hive_segment(name: str) -> bool:
+    return "=" in name and not name.startswith((".", "_", "="))
+
+
+def _hive_files_local(root: str, registered: Format | None) -> list[str]:
+    """Files of a hive layout (``key=value/...`` directories) under ``root``."""
+    found = []
+    for directory, subdirectories, names in os.walk(root):
+        relative = os.path.relpath(directory, root)
+        if relative != "." and not all(_is_hive_segment(part) for part in relative.split(os.sep)):
+            subdirectories[:] = []
+            continue
+        subdirectories[:] = [d for d in subdirectories if _is_hive_segment(d)]
+        if relative != ".":
+            found.extend(os.path.join(directory, n) for n in names if _listed(n, registered))
+    return found
+
+
+def _listed(name: str, registered: Format | None) -> bool:
+    """Whether a directory listing takes the file ``name`` as data."""
+    return not name.startswith((".", "_")) and name not in NOT_DATA and (registered is None or registered.lists(name))
+
+
+def _expand_remote(url: str, engine: str, registered: Format | None, storage_options: Any) -> list[str]:
+    fs, root = filesystem(url, storage_options)
+    try:
+        if any(ch in root for ch in "*?["):
+            found = sorted(fs.glob(root), key=_natural_key)
+            if not found:
+                raise DatasetReadError(f"no file matches {url!r}")
+            return [remote_url(fs, p) for p in found]
+        if fs.isdir(root):
+            entries = fs.ls(root, detail=True)
+            found = sorted(
+                (e["name"] for e in entries if e.get("type") == "file" and _listed(basename(e["name"]), registered)),
+                key=_natural_key,
+            )
+            if not found and any(e.get("type") == "directory" and _is_hive_segment(basename(e["name"])) for e in entries):
+                prefix = root.rstrip("/") + "/"
+                found = sorted(
+                    (
+                        p for p in fs.find(root)
+                        if p.startswith(prefix) and "/" in p[len(prefix):]
+                        and all(_is_hive_segment(part) for part in p[len(prefix):].split("/")[:-1])
+                        and _listed(basename(p), registered)
+                    ),
+                    key=_natural_key,
+                )
+            if not found:
+                raise DatasetReadError(f"directory {url!r} holds no {engine} files")
+            return [remote_url(fs, p) for p in found]
+        if fs.exists(root):
+            return [url]
+    except DatasetReadError:
+        raise
+    except (OSError, ValueError) as err:  # permission, unknown bucket, bad endpoint, ...
+        raise DatasetReadError(f"cannot list {url!r}: {type(err).__name__}: {err}") from err
+    raise DatasetReadError(f"file {url!r} does not exist")

@@ -94,9 +94,11 @@ class ReadOptions:
     sep, names, header :
         Text formats' separator, column names and header line.
     storage_options : mapping, optional
-        Accepted as NVTabular's ``Dataset`` accepts it; tabflow reads local paths only.
+        fsspec options (credentials, endpoint, ...) for paths with a protocol
+        (``s3://``, ``gs://``, ``memory://``, ...).
     extra : mapping, optional
-        Further keyword arguments, passed on to the text parser.
+        Further keyword arguments: each format takes the ones it knows (the text parser's
+        options, parquet's ``filters=``) and refuses the others (:meth:`take_extra`).
 
     Raises
     ------
@@ -140,6 +142,24 @@ class ReadOptions:
     def canonical_dtypes(self) -> dict[str, str]:
         """The other asked-for dtypes, as canonical names (``np.int32`` -> ``"int32"``)."""
         return {k: self.backend.canonical_dtype(v) for k, v in (self.dtypes or {}).items() if k not in self.hex_columns}
+
+    def take_extra(self, kind: str, known: tuple[str, ...] = (), text: bool = False) -> dict[str, Any]:
+        """The ``extra`` options a ``kind`` reader knows; TypeError naming any other.
+
+        ``text=False``: ``sep``, ``names`` and a ``header`` other than ``"infer"`` are refused
+        too (they only mean something to text formats).
+        """
+        unknown = sorted(set(self.extra) - set(known))
+        if not text:
+            given = {"sep": self.sep is not None, "names": self.names is not None, "header": self.header != "infer"}
+            unknown += sorted(name for name, passed in given.items() if passed)
+        if unknown:
+            accepted = f"it accepts {', '.join(f'{k}=' for k in known)}" if known else "it takes no further options"
+            raise TypeError(
+                f"Dataset got option(s) {unknown} that the {kind} reader does not use ({accepted}); "
+                "tabflow refuses them rather than ignore them"
+            )
+        return {k: self.extra[k] for k in known if k in self.extra}
 
     def require_no_hex(self, kind: str) -> None:
         """ValueError when hex columns were asked of a format that stores typed columns."""

@@ -19,6 +19,7 @@ import os
 from typing import Any, Mapping, Sequence
 
 from tabflow.backends import backend_for
+from tabflow.io.fs import is_remote
 from tabflow.io.readers._shared import DatasetReadError, require_unique_names
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.schema.dtypes import nullable_dtype
@@ -42,9 +43,12 @@ def read_text(
     dtypes: Mapping[str, str],
 ) -> Source:
     """Delimited text read with these parser settings (the CSV and Criteo readers' shared body)."""
+    extra = dict(options.extra)
+    if options.storage_options:
+        extra["storage_options"] = dict(options.storage_options)
     read = functools.partial(
         read_csv_ddf, part_size=options.partition_bytes(), backend=options.backend, sep=sep, names=names,
-        header=header, dtypes=dtypes, hex_columns=options.hex_columns, **options.extra,
+        header=header, dtypes=dtypes, hex_columns=options.hex_columns, **extra,
     )
     return Source(read(paths), options.backend.name, partition_sources=functools.partial(_block_files, paths, read))
 
@@ -83,10 +87,11 @@ def read_csv_ddf(
     """CSV (any separator, with a header or ``names=``) split into ``part_size`` blocks.
 
     ``hex_columns`` hold hexadecimal strings (Criteo ids): they are read as strings and
-    parsed to nullable int64, as cuDF's ``"hex"`` CSV dtype does.
+    parsed to nullable int64, as cuDF's ``"hex"`` CSV dtype does. URLs are read through
+    fsspec (``storage_options=`` in ``kwargs``).
     """
     for path in files:
-        if not os.access(path, os.R_OK):
+        if not is_remote(path) and not os.access(path, os.R_OK):
             raise DatasetReadError(f"cannot read CSV file {path!r}: permission denied")
     dtypes = {**(dtypes or {}), **{name: "string" for name in hex_columns}}
     engine_dtypes = {k: backend.engine_dtype(v) for k, v in dtypes.items()}
@@ -134,7 +139,7 @@ def _check_csv_header(path: str, sep: str, header: Any, compression: Any, option
     if not isinstance(skip, int):
         return  # rows skipped by a list or a function: the header line is not known here
     skip += 0 if header == "infer" else header
-    passed = {k: options[k] for k in ("quotechar", "escapechar", "comment", "encoding", "skipinitialspace") if k in options}
+    passed = {k: options[k] for k in ("quotechar", "escapechar", "comment", "encoding", "skipinitialspace", "storage_options") if k in options}
     try:
         first = pd.read_csv(
             path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,

@@ -11,11 +11,12 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import dask
 
-from tabflow.backends import backend_for, get_backend
+from tabflow.backends import backend_for, collection_engine, get_backend
 from tabflow.io.readers._shared import require_unique_names
 from tabflow.io.readers._source import ReadOptions, Source
 
@@ -27,16 +28,21 @@ def read_frame(frame: Any, options: ReadOptions) -> Source:
 
     A dask DataFrame keeps its partitions; a pandas or cuDF frame is split into
     ``options.npartitions`` partitions, or into partitions of about ``part_size`` bytes.
+    ``options.dtypes`` casts columns, as for files (``"hex"``: hexadecimal strings to
+    nullable int64), lazily in every partition.
 
     Raises
     ------
     TypeError
-        When ``frame`` is not a DataFrame.
+        When ``frame`` is not a DataFrame, or file-reading options were given.
     ValueError
         When ``frame`` repeats a column name.
+    KeyError
+        When ``dtypes`` names a column the frame lacks.
     """
+    options.take_extra("in-memory DataFrame")
     if _is_dask_frame(frame):
-        return _dask_source(frame, options.cpu)
+        return _with_dtypes(_dask_source(frame, options.cpu), options)
     backend = backend_for(frame)
     if not backend.is_frame(frame):
         raise TypeError(f"Dataset expects paths or a DataFrame, got {type(frame).__name__}")
@@ -51,13 +57,42 @@ def read_frame(frame: Any, options: ReadOptions) -> Source:
     npartitions = options.npartitions
     if npartitions is None:
         npartitions = max(1, -(-backend.memory_usage(frame) // options.partition_bytes(backend)))
-    return Source(backend.from_frame_ddf(frame, npartitions), backend.name, num_rows=len(frame))
+    return _with_dtypes(Source(backend.from_frame_ddf(frame, npartitions), backend.name, num_rows=len(frame)), options)
+
+
+def _with_dtypes(source: Source, options: ReadOptions) -> Source:
+    """``source`` with the ``dtypes=`` casts applied in every partition."""
+    if not options.dtypes:
+        return source
+    ddf = source.ddf
+    missing = [name for name in options.dtypes if name not in ddf.columns]
+    if missing:
+        raise KeyError(f"dtypes names column(s) {missing} that the DataFrame lacks; columns are {list(ddf.columns)}")
+    backend = get_backend(source.engine)
+    casts = {name: backend.canonical_dtype(dtype) for name, dtype in options.dtypes.items() if name not in options.hex_columns}
+    wanted = {str(name): backend.canonical_dtype(dtype) for name, dtype in ddf.dtypes.items()}
+    wanted.update(casts)
+    wanted.update({name: "Int64" for name in options.hex_columns})
+    ddf = ddf.map_partitions(_set_dtypes, casts, list(options.hex_columns), meta=backend.empty_frame(wanted))
+    return dataclasses.replace(source, ddf=ddf)
+
+
+def _set_dtypes(frame: Any, casts: dict, hex_columns: list) -> Any:
+    backend = backend_for(frame)
+    changed = {name: backend.astype(frame[name], dtype) for name, dtype in casts.items()}
+    for name in hex_columns:
+        try:
+            changed[name] = backend.hex_to_int(frame[name])
+        except ValueError as err:
+            raise ValueError(f"column {name!r} read with dtype 'hex': {err}") from None
+    out = frame.copy(deep=False)
+    for name, column in changed.items():
+        out[name] = column
+    return out
 
 
 def _dask_source(ddf: Any, cpu: bool | None) -> Source:
-    # dask picks the collection class from the partitions' type (dask_cudf registers its
-    # own), so the public class tells the engine.
-    engine = "cudf" if type(ddf).__module__.startswith("dask_cudf") else "pandas"
+    engine = collection_engine(ddf)
     if cpu is True and engine != "pandas":
         ddf, engine = ddf.to_backend("pandas"), "pandas"
     elif cpu is False and engine == "pandas":

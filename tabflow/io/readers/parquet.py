@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 import dask.dataframe as dd
 
 from tabflow.backends import get_backend
+from tabflow.io.fs import is_remote, open_file
 from tabflow.io.readers._shared import (
     DatasetReadError,
     TypePlan,
@@ -34,13 +35,31 @@ from tabflow.io.readers._shared import (
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.schema.dtypes import arrow_canonical_dtype
 
-__all__ = ["read_parquet", "read_parquet_ddf", "plan_parquet", "ParquetPartReader"]
+__all__ = ["read_parquet", "read_parquet_ddf", "plan_parquet", "ParquetPartReader", "filter_columns", "hive_partitions"]
 
 
 def read_parquet(paths: Sequence[str], options: ReadOptions) -> Source:
-    """The parquet reader: partitions planned from the footers, each readable directly."""
+    """The parquet reader: partitions planned from the footers, each readable directly.
+
+    Besides ``Dataset``'s own arguments it takes ``filters=`` (pyarrow / dask DNF filters,
+    such as ``[("a", ">", 50)]`` or ``[[("a", "<", 5)], [("b", "==", "x")]]``: rows that do not
+    match are dropped, so the row count is counted on the filtered data), ``columns=`` (read
+    only these columns) and ``row_groups_per_part=`` (a fixed number of row groups per
+    partition instead of ``part_size``). Any other option is a ``TypeError``.
+    """
     options.require_no_hex("parquet")
-    ddf, lengths, (reader, pieces) = read_parquet_ddf(paths, options.partition_bytes(), options.backend, options.canonical_dtypes)
+    extra = options.take_extra("parquet", ("filters", "columns", "row_groups_per_part"))
+    filters = extra.get("filters") or None
+    ddf, lengths, (reader, pieces) = read_parquet_ddf(
+        paths, options.partition_bytes(), options.backend, options.canonical_dtypes,
+        storage_options=options.storage_options, filters=filters, columns=extra.get("columns"),
+        row_groups_per_part=extra.get("row_groups_per_part"), hive=hive_partitions(paths),
+    )
+    if filters is not None:
+        # The footers count the rows before filtering: counted on demand instead.
+        return Source(
+            ddf, options.backend.name, direct=(reader, pieces), partition_sources=functools.partial(_piece_files, pieces)
+        )
     return Source(
         ddf, options.backend.name, num_rows=sum(lengths), partition_lengths=lengths, direct=(reader, pieces),
         partition_sources=functools.partial(_piece_files, pieces),
@@ -52,26 +71,61 @@ def _piece_files(pieces: Sequence[tuple[str, Any]]) -> list[str]:
 
 
 class ParquetPartReader:
-    """Reads one planned partition (a file and some of its row groups)."""
+    """Reads one planned partition (a file and some of its row groups).
 
-    def __init__(self, engine: str, dtypes: Mapping[str, str], columns: Sequence[str] | None = None) -> None:
+    Local files without filters go to the backend's parquet reader (cuDF reads them
+    natively); URLs (through fsspec with ``storage_options``) and filtered reads go through
+    pyarrow, and the backend converts the table.
+    """
+
+    def __init__(
+        self, engine: str, dtypes: Mapping[str, str], columns: Sequence[str] | None = None,
+        storage_options: Mapping[str, Any] | None = None, filters: Any = None,
+        hive: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         self.engine = engine
         self.dtypes = dict(dtypes)
         self.columns = list(columns) if columns else None
+        self.storage_options = dict(storage_options) if storage_options else None
+        self.filters = filters
+        self.hive = dict(hive) if hive else None  # file -> {key column: value} of a hive layout
 
     def with_columns(self, columns: Sequence[str]) -> "ParquetPartReader":
         """The same reader restricted to ``columns`` (in that order)."""
-        return ParquetPartReader(self.engine, {c: self.dtypes[c] for c in columns}, columns=columns)
+        return ParquetPartReader(
+            self.engine, {c: self.dtypes[c] for c in columns}, columns=columns,
+            storage_options=self.storage_options, filters=self.filters, hive=self.hive,
+        )
 
     def __call__(self, piece: tuple[str, tuple[int, ...]]) -> Any:
         path, row_groups = piece
         backend = get_backend(self.engine)
         try:
-            return backend.read_parquet_part(path, list(row_groups), self.columns, self.dtypes)
+            return self._read(backend, path, list(row_groups))
         except (DatasetReadError, MemoryError):
             raise
         except Exception as err:  # noqa: BLE001 - pyarrow and cuDF raise many types for bad files
             raise read_error("parquet", path, err, self._failing_row_group(backend, path, row_groups)) from err
+
+    def _read(self, backend: Any, path: str, row_groups: list[int]) -> Any:
+        if self.filters is None and self.hive is None and not is_remote(path):
+            return backend.read_parquet_part(path, row_groups, self.columns, self.dtypes)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        names = self.columns or list(self.dtypes)
+        keys = (self.hive or {}).get(path, {})
+        wanted = names + [c for c in filter_columns(self.filters) if c not in names]
+        with open_file(path, self.storage_options) as handle, pq.ParquetFile(handle) as parquet_file:
+            stored = set(parquet_file.schema_arrow.names)
+            table = parquet_file.read_row_groups(row_groups, columns=[c for c in wanted if c in stored or c not in keys])
+        for key, value in keys.items():
+            if key in wanted and key not in table.column_names:
+                arrow_type = pa.int64() if isinstance(value, int) else pa.string()
+                table = table.append_column(key, pa.array([value] * table.num_rows, arrow_type))
+        if self.filters is not None:
+            table = table.filter(pq.filters_to_expression(self.filters))
+        return backend.from_arrow(table.select(names), {n: self.dtypes[n] for n in names})
 
     def _failing_row_group(self, backend: Any, path: str, row_groups: Sequence[int]) -> int | None:
         """The first of ``row_groups`` that fails on its own (read again only after a failure)."""
@@ -79,20 +133,111 @@ class ParquetPartReader:
             return row_groups[0] if row_groups else None
         for row_group in row_groups:
             try:
-                backend.read_parquet_part(path, [row_group], self.columns, self.dtypes)
+                self._read(backend, path, [row_group])
             except Exception:  # noqa: BLE001
                 return row_group
         return None
 
 
+def hive_partitions(paths: Sequence[str]) -> dict[str, dict[str, Any]] | None:
+    """Each file's ``key=value`` directories below the files' common directory, when every
+    file has the same keys (a hive layout, as ``to_parquet(partition_on=...)`` writes).
+
+    Values are decoded as pyarrow does (percent-encoding; ``__HIVE_DEFAULT_PARTITION__`` is
+    null) and are ints when every value of the key is an integer.
+
+    Examples
+    --------
+    >>> from tabflow.io.readers.parquet import hive_partitions
+    >>> hive_partitions(["/d/day=1/c=x%2Fy/p.parquet", "/d/day=2/c=z/p.parquet"])
+    {'/d/day=1/c=x%2Fy/p.parquet': {'day': 1, 'c': 'x/y'}, '/d/day=2/c=z/p.parquet': {'day': 2, 'c': 'z'}}
+    >>> hive_partitions(["/d/a.parquet", "/d/b.parquet"]) is None
+    True
+    """
+    import urllib.parse
+
+    if len(paths) < 2:
+        return None
+    split = [p.replace("\\", "/").split("/")[:-1] for p in paths]
+    common = 0
+    while all(len(parts) > common for parts in split) and len({parts[common] for parts in split}) == 1:
+        common += 1
+    found: dict[str, dict[str, Any]] = {}
+    for path, parts in zip(paths, split):
+        segments = parts[common:]
+        if not segments or not all("=" in s and not s.startswith("=") for s in segments):
+            return None
+        found[path] = {}
+        for segment in segments:
+            key, _, value = segment.partition("=")
+            found[path][key] = None if value == "__HIVE_DEFAULT_PARTITION__" else urllib.parse.unquote(value)
+    keys = [list(v) for v in found.values()]
+    if any(k != keys[0] for k in keys):
+        return None
+    for key in keys[0]:
+        values = [v[key] for v in found.values() if v[key] is not None]
+        if values and all(_is_int(v) for v in values):
+            for v in found.values():
+                v[key] = None if v[key] is None else int(v[key])
+    return found
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+        return True
+    except ValueError:
+        return False
+
+
+def filter_columns(filters: Any) -> list[str]:
+    """The column names a DNF filter list refers to, in order of first use.
+
+    Examples
+    --------
+    >>> from tabflow.io.readers.parquet import filter_columns
+    >>> filter_columns([[("a", ">", 1), ("b", "==", 2)], [("a", "<", 0)]])
+    ['a', 'b']
+    """
+    if not filters:
+        return []
+    groups = filters if isinstance(filters[0], (list, tuple)) and filters[0] and isinstance(filters[0][0], (list, tuple)) else [filters]
+    names: list[str] = []
+    for group in groups:
+        for term in group:
+            if term[0] not in names:
+                names.append(term[0])
+    return names
+
+
+def _check_filters(filters: Any, columns: Sequence[str]) -> None:
+    """ValueError for filters pyarrow cannot use, KeyError for unknown columns."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.filters_to_expression(filters)
+        names = filter_columns(filters)
+    except (TypeError, ValueError, IndexError, NotImplementedError) as err:
+        raise ValueError(
+            f"filters={filters!r} is not a pyarrow/dask filter list (such as [('a', '>', 5)] or "
+            f"[[('a', '<', 5)], [('b', '==', 'x')]]): {err}"
+        ) from None
+    unknown = [n for n in names if n not in columns]
+    if unknown:
+        raise KeyError(f"filters name column(s) {unknown} that the parquet files lack; columns are {list(columns)}")
+
+
 def plan_parquet(
-    files: Sequence[str], part_size: int, backend: Any, fixed: Sequence[str] = ()
+    files: Sequence[str], part_size: int, backend: Any, fixed: Sequence[str] = (),
+    storage_options: Mapping[str, Any] | None = None, row_groups_per_part: int | None = None,
 ) -> tuple[list, dict[str, str], list[int]]:
     """Partitions (file, row groups), the dataset-wide dtypes and each partition's row count.
 
     Only footers are read (plus a small sample of one row group when string columns make
     the in-memory size unknown). ``fixed`` names columns whose dtype the caller sets: files
-    whose types for them do not unify are not an error.
+    whose types for them do not unify are not an error. URLs are read through fsspec with
+    ``storage_options`` (their footers fetched a few at a time); ``row_groups_per_part``
+    puts that many row groups in each partition instead of filling ``part_size``.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -103,9 +248,15 @@ def plan_parquet(
     null_counts: dict[str, int] = {}
     plan = TypePlan("parquet", fixed)
     expansion: float | None = None
-    for path in files:
+    footers = _prefetch_footers(files, storage_options)
+    for index, path in enumerate(files):
         try:
-            metadata = pq.read_metadata(path)
+            if footers is None:
+                metadata = pq.read_metadata(path)
+            elif isinstance(footers[index], BaseException):
+                raise footers[index]
+            else:
+                metadata = footers[index]
         except Exception as err:  # noqa: BLE001 - pyarrow raises several types for bad files
             raise DatasetReadError(
                 f"cannot read parquet file {path!r} ({err}); check that it is a complete parquet file "
@@ -142,13 +293,14 @@ def plan_parquet(
                     null_counts[name] += stats.null_count
             if expansion is None:
                 try:
-                    expansion = _memory_expansion(path, row_group, backend, schema)
+                    expansion = _memory_expansion(path, row_group, backend, schema, storage_options)
                 except Exception as err:  # noqa: BLE001 - the sample read meets a corrupt page first
                     raise read_error("parquet", path, err, rg) from err
             row_group_bytes = row_group.total_byte_size * expansion
             # Close the partition before it would outgrow part_size (a lone oversized row
             # group still makes one partition: row groups are never split).
-            if group and group_bytes + row_group_bytes > part_size:
+            full = len(group) >= row_groups_per_part if row_groups_per_part else group_bytes + row_group_bytes > part_size
+            if group and full:
                 pieces.append((path, tuple(group)))
                 piece_rows.append(group_rows)
                 group, group_bytes, group_rows = [], 0.0, 0
@@ -163,9 +315,30 @@ def plan_parquet(
 
 
 _EXPANSION_SAMPLE_ROWS = 8192
+_FOOTER_THREADS = 8
 
 
-def _memory_expansion(path: str, row_group: Any, backend: Any, schema: Any) -> float:
+def _prefetch_footers(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> list | None:
+    """Each URL's footer (or the error reading it), fetched concurrently: one round trip per
+    file to an object store adds up, a local read does not (None: read them in the loop)."""
+    if not any(is_remote(path) for path in files):
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow.parquet as pq
+
+    def footer(path: str) -> Any:
+        try:
+            with open_file(path, storage_options) as handle:
+                return pq.read_metadata(handle)
+        except Exception as err:  # noqa: BLE001 - reported by the planning loop, naming the file
+            return err
+
+    with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(files)), thread_name_prefix="tabflow-footer") as pool:
+        return list(pool.map(footer, files))
+
+
+def _memory_expansion(path: str, row_group: Any, backend: Any, schema: Any, storage_options: Mapping[str, Any] | None = None) -> float:
     """In-memory bytes per uncompressed parquet byte.
 
     Parquet's uncompressed sizes understate what a frame holds (string columns become
@@ -181,8 +354,12 @@ def _memory_expansion(path: str, row_group: Any, backend: Any, schema: Any) -> f
         return max(1.0, fixed / per_row_parquet)
     import pyarrow.parquet as pq
 
-    with pq.ParquetFile(path) as handle:
-        batch = next(handle.iter_batches(batch_size=_EXPANSION_SAMPLE_ROWS, row_groups=[0]), None)
+    if is_remote(path):
+        with open_file(path, storage_options) as raw, pq.ParquetFile(raw) as handle:
+            batch = next(handle.iter_batches(batch_size=_EXPANSION_SAMPLE_ROWS, row_groups=[0]), None)
+    else:
+        with pq.ParquetFile(path) as handle:
+            batch = next(handle.iter_batches(batch_size=_EXPANSION_SAMPLE_ROWS, row_groups=[0]), None)
     if batch is None or not batch.num_rows:
         return 1.0
     import pyarrow as pa
@@ -210,17 +387,44 @@ def _fixed_width_row_bytes(row_group: Any, schema: Any) -> int | None:
     return total
 
 
-def read_parquet_ddf(files: Sequence[str], part_size: int, backend: Any, dtypes: Mapping[str, str] | None = None):
+def read_parquet_ddf(
+    files: Sequence[str], part_size: int, backend: Any, dtypes: Mapping[str, str] | None = None,
+    storage_options: Mapping[str, Any] | None = None, filters: Any = None, columns: Sequence[str] | None = None,
+    row_groups_per_part: int | None = None, hive: Mapping[str, Mapping[str, Any]] | None = None,
+):
     """A dask DataFrame over the files, the rows of each partition, and ``(reader, pieces)``:
     calling ``reader(pieces[i])`` reads partition ``i`` without going through dask."""
-    pieces, planned, piece_rows = plan_parquet(files, part_size, backend, fixed=list(dtypes or {}))
+    if row_groups_per_part is not None and (
+        isinstance(row_groups_per_part, bool) or not isinstance(row_groups_per_part, int) or row_groups_per_part < 1
+    ):
+        raise ValueError(f"row_groups_per_part must be a positive int, got {row_groups_per_part!r}")
+    pieces, planned, piece_rows = plan_parquet(
+        files, part_size, backend, fixed=list(dtypes or {}), storage_options=storage_options,
+        row_groups_per_part=row_groups_per_part,
+    )
+    for key in next(iter(hive.values())) if hive else ():
+        if key not in planned:
+            # Key columns of a hive layout come after the stored ones (as dask adds them).
+            values = [v[key] for v in hive.values()]
+            integral = any(isinstance(v, int) for v in values)
+            planned[key] = ("Int64" if None in values else "int64") if integral else "string"
     unknown = sorted(set(dtypes or {}) - set(planned))
     if unknown:
         raise KeyError(f"dtypes names column(s) {unknown} that the parquet files lack; columns are {list(planned)}")
     planned.update(dtypes or {})
+    if filters is not None:
+        _check_filters(filters, list(planned))
+    if columns is not None:
+        columns = [columns] if isinstance(columns, str) else list(columns)
+        missing = [c for c in columns if c not in planned]
+        if missing:
+            raise KeyError(f"columns= names column(s) {missing} that the parquet files lack; columns are {list(planned)}")
+        planned = {c: planned[c] for c in columns}
     # Naming the columns drops pandas' stored index columns and fixes the column order, so
     # every partition matches the planned ``meta`` whatever order each file stores.
-    reader = ParquetPartReader(backend.name, planned, columns=list(planned))
+    reader = ParquetPartReader(
+        backend.name, planned, columns=list(planned), storage_options=storage_options, filters=filters, hive=hive
+    )
     ddf = dd.from_map(
         reader, pieces, meta=backend.empty_frame(planned), label="tabflow-read-parquet", enforce_metadata=False
     )

@@ -27,15 +27,11 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["ConcatenatedEmbeddings", "MultiHotEmbeddings"]
+from tabflow.framework_utils.torch.layers.pooling import POOLING_MODES, pool
 
-#: Pooling modes of ``nn.EmbeddingBag``.
-BAG_MODES = ("sum", "mean", "max")
-#: Categorify never produces index 0, so padded dense list columns use it as padding.
-PAD_INDEX = 0
+__all__ = ["ConcatenatedEmbeddings", "MultiHotEmbeddings"]
 
 
 def _table_shapes(embedding_table_shapes: Mapping[str, Sequence[int]], layer: str) -> dict[str, tuple[int, int]]:
@@ -138,8 +134,9 @@ class MultiHotEmbeddings(nn.Module):
         ``{column: (cardinality, width)}``.
     dropout : float, default 0.0
         Dropout applied to the concatenated output.
-    mode : {"sum", "mean", "max"}, default "sum"
-        How a row's embeddings are pooled (``nn.EmbeddingBag`` modes).
+    mode : {"sum", "mean", "max", "sqrtn"}, default "sum"
+        How a row's embeddings are pooled (``nn.EmbeddingBag``'s modes, and ``"sqrtn"``, the
+        sum over the square root of the element count).
 
     Attributes
     ----------
@@ -156,11 +153,13 @@ class MultiHotEmbeddings(nn.Module):
       ``values[offsets[i]:offsets[i + 1]]``): tabflow's ``name__values`` / ``name__offsets``;
     - ``(values, offsets)`` with ``offsets`` of shape ``[batch, 1]`` holding each row's start,
       the layout of NVTabular's loaders;
-    - a zero-padded ``[batch, width]`` tensor (``Loader(..., sparse_as_dense=True)``): index 0
-      is padding and is left out of the pooling;
+    - a zero-padded ``[batch, width]`` tensor (``Loader(..., sparse_as_dense=True)``);
     - a sparse COO ``[batch, width]`` tensor (``Loader(..., sparse_names=[...])``).
 
-    A row without elements embeds to zeros.
+    Pooling is :func:`~tabflow.framework_utils.torch.layers.pooling.pool`, the one
+    :class:`~tabflow.framework_utils.torch.layers.EmbeddingTables` uses: index 0 is padding
+    in every form (left out of the pooling and the count; ``Categorify`` never produces it)
+    and a row without elements embeds to zeros.
 
     Examples
     --------
@@ -175,12 +174,15 @@ class MultiHotEmbeddings(nn.Module):
 
     def __init__(self, embedding_table_shapes: Mapping[str, Sequence[int]], dropout: float = 0.0, mode: str = "sum") -> None:
         super().__init__()
-        if mode not in BAG_MODES:
-            raise ValueError(f"mode must be one of {BAG_MODES}, got {mode!r}")
+        if mode not in POOLING_MODES:
+            raise ValueError(f"mode must be one of {POOLING_MODES}, got {mode!r}")
         shapes = _table_shapes(embedding_table_shapes, "MultiHotEmbeddings")
+        self.mode = mode
         self.embedding_names = list(shapes)
+        # nn.EmbeddingBag holds the table (NVTabular's state-dict keys); pooling is pool()'s.
+        bag_mode = "sum" if mode == "sqrtn" else mode
         self.embedding_layers = nn.ModuleList(
-            nn.EmbeddingBag(cardinality, width, mode=mode) for cardinality, width in shapes.values()
+            nn.EmbeddingBag(cardinality, width, mode=bag_mode) for cardinality, width in shapes.values()
         )
         self.dropout = nn.Dropout(p=dropout)
 
@@ -194,39 +196,8 @@ class MultiHotEmbeddings(nn.Module):
         missing = [name for name in self.embedding_names if name not in x]
         if missing:
             raise KeyError(f"multi-hot input has no column(s) {missing}; it has {sorted(x)}")
-        pooled = [_bag(layer, x[name], name) for name, layer in zip(self.embedding_names, self.embedding_layers)]
+        pooled = [
+            pool(layer.weight, x[name], self.mode, sparse=layer.sparse, name=name)
+            for name, layer in zip(self.embedding_names, self.embedding_layers)
+        ]
         return self.dropout(torch.cat(pooled, dim=1))
-
-
-def _bag(layer: nn.EmbeddingBag, column: Any, name: str) -> torch.Tensor:
-    """Pool one list column, whatever form the loader gave it."""
-    pool = dict(mode=layer.mode, sparse=layer.sparse)
-    if isinstance(column, (tuple, list)):
-        if len(column) != 2:
-            raise ValueError(f"multi-hot column {name!r}: expected (values, offsets), got {len(column)} tensors")
-        values, offsets = column
-        # NVTabular's loaders gave values as [n, 1]; EmbeddingBag wants them flat.
-        values = values.reshape(-1)
-        offsets = offsets.to(values.dtype)
-        if offsets.dim() == 2 and offsets.shape[1] == 1:
-            return F.embedding_bag(values, layer.weight, offsets[:, 0], **pool)
-        if offsets.dim() == 1:
-            return F.embedding_bag(values, layer.weight, offsets, include_last_offset=True, **pool)
-        raise ValueError(
-            f"multi-hot column {name!r}: offsets must be [batch + 1] or [batch, 1], got shape {tuple(offsets.shape)}"
-        )
-    if not isinstance(column, torch.Tensor):
-        raise TypeError(f"multi-hot column {name!r}: expected a tensor or (values, offsets), got {type(column).__name__}")
-    if column.is_sparse:
-        column = column.coalesce()
-        rows = column.indices()[0]
-        # Coalesced indices are sorted by row, so a row's elements are contiguous in values().
-        counts = torch.bincount(rows, minlength=column.shape[0])
-        offsets = torch.zeros(column.shape[0] + 1, dtype=column.values().dtype, device=column.device)
-        offsets[1:] = torch.cumsum(counts, 0)
-        return F.embedding_bag(column.values(), layer.weight, offsets, include_last_offset=True, **pool)
-    if column.dim() == 1:
-        column = column.unsqueeze(1)
-    if column.dim() != 2:
-        raise ValueError(f"multi-hot column {name!r}: a dense input must be [batch, width], got {tuple(column.shape)}")
-    return F.embedding_bag(column, layer.weight, padding_idx=PAD_INDEX, **pool)

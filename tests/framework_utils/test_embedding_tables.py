@@ -13,13 +13,13 @@ import yaml
 
 import tabflow as nvt
 from tabflow import ops
-from tabflow.loader.embeddings import (
+from tabflow.framework_utils.torch import (
+    DLRM,
     EmbeddingFeature,
     EmbeddingTables,
     embedding_config,
     sparse_and_dense_parameters,
 )
-from tabflow.loader.models import DLRM
 from tabflow.loader.torch import Loader
 from tabflow.schema import ColumnSchema, Schema, Tags
 

@@ -1,0 +1,245 @@
+"""Which Dask scheduler runs the work: the active client, a cluster made for a block of code
+(:class:`Distributed`), or the local synchronous scheduler (:class:`Serial`).
+
+Everything that computes (``Workflow.fit``, ``transform``, ``Dataset.to_parquet``, the
+loader's reads) asks :func:`active_client`: an explicit ``client=`` argument wins, then a
+scheduler set in ``dask.config`` (what the context managers set), then the default
+``distributed`` client, else dask's local threads. The context managers only change
+``dask.config``, so they nest and restore what was there before.
+
+Examples
+--------
+>>> import pandas as pd
+>>> import tabflow as nvt
+>>> from tabflow import ops
+>>> wf = nvt.Workflow(["x"] >> ops.Normalize())
+>>> with nvt.Serial():
+...     wf.fit_transform(pd.DataFrame({"x": [1.0, 2.0, 3.0]}))["x"].tolist()
+[-1.0, 0.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import dask
+
+__all__ = ["active_client", "Distributed", "Serial", "global_dask_client", "set_dask_client"]
+
+# dask's own schedulers, by the names dask.config accepts: no distributed client then.
+_LOCAL_SCHEDULERS = {"sync", "synchronous", "single-threaded", "threads", "threading", "processes", "multiprocessing"}
+
+
+def _is_client(obj: Any) -> bool:
+    return "Client" in type(obj).__name__ and hasattr(obj, "submit")
+
+
+def active_client(client: Any = None) -> Any:
+    """The given client, else the one ``dask.config`` names, else the default distributed
+    client; None when the work runs on dask's local schedulers.
+
+    Examples
+    --------
+    >>> import tabflow as nvt
+    >>> with nvt.Serial():
+    ...     active_client() is None
+    True
+    """
+    if client is not None:
+        return client
+    configured = dask.config.get("scheduler", None)
+    if _is_client(configured):
+        return configured
+    if isinstance(configured, str) and configured.lower() in _LOCAL_SCHEDULERS:
+        return None
+    if "distributed" not in sys.modules:
+        # No client can exist without the package imported, and importing it costs ~0.3 s.
+        return None
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def global_dask_client() -> Any:
+    """The client work runs on now (None for dask's local schedulers), as merlin's."""
+    return active_client()
+
+
+def set_dask_client(client: Any = "auto", new_cluster: str | None = None, force_new: bool = False, **cluster_options: Any) -> Any:
+    """Make ``client`` the one work runs on, for the rest of the process; returns it.
+
+    ``"auto"`` keeps the active client (or, with ``new_cluster="cpu"``/``"cuda"`` and no
+    client or ``force_new=True``, starts a local cluster of that kind with
+    ``cluster_options``); ``None`` goes back to dask's local threads.
+    """
+    if client == "auto":
+        client = None if force_new else active_client()
+        if client is None and new_cluster is not None:
+            client = _start_client(new_cluster, cluster_options)
+    dask.config.set(scheduler=client if client is not None else "threads")
+    return client
+
+
+def _start_client(cluster_type: str, cluster_options: dict) -> Any:
+    """A client on a new local cluster (``"cpu"``: distributed.LocalCluster, ``"cuda"``:
+    dask_cuda.LocalCUDACluster)."""
+    if cluster_type not in ("cpu", "cuda"):
+        raise ValueError(f"cluster_type must be 'cpu' or 'cuda', got {cluster_type!r}")
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ImportError("a local cluster needs the 'distributed' package: pip install distributed") from None
+    if cluster_type == "cuda":
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise ImportError(
+                "cluster_type='cuda' needs dask-cuda (pip install 'tabflow[gpu-cu12]' or 'tabflow[gpu-cu13]'); "
+                "use cluster_type='cpu' for a CPU cluster"
+            ) from None
+        return Client(LocalCUDACluster(**cluster_options), set_as_default=False)
+    return Client(LocalCluster(**cluster_options), set_as_default=False)
+
+
+def _gpu_cluster_available() -> bool:
+    try:
+        import dask_cuda  # noqa: F401
+        from numba import cuda
+    except ImportError:
+        return False
+    try:
+        return bool(cuda.is_available())
+    except Exception:  # a broken driver means: no GPU cluster
+        return False
+
+
+class Distributed:
+    """Run a block of code on a Dask cluster: the ``client`` given, else the active one,
+    else a local cluster started here (and closed at the end).
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        The client to use.
+    cluster_type : {"cuda", "cpu"}, optional
+        The kind of local cluster to start when there is no client (or ``force_new``):
+        ``"cuda"`` (dask_cuda.LocalCUDACluster, one worker per GPU) when dask-cuda and a
+        GPU are there, ``"cpu"`` (distributed.LocalCluster) otherwise.
+    force_new : bool
+        Start a local cluster even when a client is active.
+    **cluster_options
+        Passed to the cluster, e.g. ``n_workers=2, threads_per_worker=1``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import tabflow as nvt
+    >>> from tabflow import ops
+    >>> wf = nvt.Workflow(["x"] >> ops.Normalize())
+    >>> with nvt.Distributed(cluster_type="cpu", n_workers=1, threads_per_worker=1, processes=False) as d:
+    ...     _ = wf.fit(nvt.Dataset(pd.DataFrame({"x": [1.0, 2.0, 3.0]})))
+    ...     type(d.client).__name__
+    'Client'
+    >>> wf.transform(pd.DataFrame({"x": [3.0]}))["x"].tolist()
+    [1.0]
+    """
+
+    def __init__(self, client: Any = None, cluster_type: str | None = None, force_new: bool = False, **cluster_options: Any) -> None:
+        self.cluster_type = cluster_type or ("cuda" if _gpu_cluster_available() else "cpu")
+        self.cluster_options = cluster_options
+        self.force_new = force_new
+        self._given = client
+        self._client: Any = None
+        self._owned = False  # whether this object started the cluster (and so closes it)
+        self._config: Any = None
+        self._activate()
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    @property
+    def cluster(self) -> Any:
+        return self._client.cluster
+
+    @property
+    def dashboard_link(self) -> str:
+        return self._client.dashboard_link
+
+    def _activate(self) -> None:
+        if self._config is not None:
+            return
+        client = self._given if self._given is not None else (None if self.force_new else active_client())
+        if client is None:
+            client = _start_client(self.cluster_type, self.cluster_options)
+            self._owned = True
+        self._client = client
+        self._config = dask.config.set(scheduler=client)
+
+    def deactivate(self) -> None:
+        """Go back to the scheduler that was active before (closing a cluster started here)."""
+        if self._config is None:
+            return
+        config, self._config = self._config, None
+        config.__exit__(None, None, None)
+        if self._owned:
+            cluster = self._client.cluster
+            self._client.close()
+            if cluster is not None:
+                cluster.close()
+            self._owned = False
+
+    def __enter__(self) -> "Distributed":
+        self._activate()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.deactivate()
+
+    def __del__(self) -> None:
+        if getattr(self, "_config", None) is not None and not sys.is_finalizing():
+            self.deactivate()
+
+
+class Serial:
+    """Run a block of code on dask's synchronous scheduler, even when a distributed client
+    is active (for debugging, or work too small to ship to workers).
+
+    Examples
+    --------
+    >>> import tabflow as nvt
+    >>> with nvt.Serial() as serial:
+    ...     serial.client is None
+    True
+    """
+
+    def __init__(self) -> None:
+        self._config: Any = None
+        self._activate()
+
+    @property
+    def client(self) -> None:
+        return None
+
+    def _activate(self) -> None:
+        if self._config is None:
+            self._config = dask.config.set(scheduler="synchronous")
+
+    def deactivate(self) -> None:
+        """Go back to the scheduler that was active before."""
+        if self._config is not None:
+            config, self._config = self._config, None
+            config.__exit__(None, None, None)
+
+    def __enter__(self) -> "Serial":
+        self._activate()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.deactivate()

@@ -1,0 +1,87 @@
+"""Helpers shared by the numeric ops: input checks, moments, element-wise list maths.
+
+Kept apart from any one op so that ``normalize`` can re-export ``NormalizeMinMax`` (as
+NVTabular's ``nvtabular.ops.normalize`` does) without the two modules importing each other.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+from tabflow.backends import get_backend
+from tabflow.graph.selector import ColumnSelector
+from tabflow.schema import Schema
+from tabflow.schema import dtypes as _dtypes
+
+__all__ = [
+    "require_numeric", "warn_no_finite_values", "merge_moments", "map_values", "dtype_name", "float_output_dtype",
+]
+
+
+def require_numeric(input_schema: Schema, col_selector: ColumnSelector, op_name: str, lists: bool = False) -> None:
+    """TypeError naming the first selected column that is not numeric (or, with ``lists``,
+    a list of numbers)."""
+    for name in col_selector.names:
+        dtype = str(input_schema[name].dtype)
+        element = _dtypes.element_dtype(dtype) if lists else dtype
+        if not _dtypes.is_numeric(element):
+            kinds = "numeric columns or lists of numbers" if lists else "numeric columns"
+            raise TypeError(
+                f"{op_name} needs {kinds} but {name!r} has dtype {dtype}; "
+                "encode it first (e.g. ops.Categorify for strings, ops.HexToInt for hex ids)"
+            )
+
+
+def warn_no_finite_values(op_name: str, names: list[str], consequence: str) -> None:
+    """UserWarning naming the columns that held no finite value when ``op_name`` was fitted."""
+    if names:
+        warnings.warn(
+            f"{op_name}: column(s) {names} held no finite value when fitted (only nulls or infinities, or no "
+            f"rows), so they {consequence}; fit on data with values, or leave these columns out",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def merge_moments(moments: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    """(count, mean, M2) of several parts merged exactly (Chan et al.'s parallel update)."""
+    count, mean, m2 = 0.0, 0.0, 0.0
+    for n_b, mean_b, m2_b in moments:
+        if n_b == 0:
+            continue
+        total = count + n_b
+        delta = mean_b - mean
+        mean += delta * n_b / total
+        m2 += m2_b + delta * delta * count * n_b / total
+        count = total
+    return count, mean, m2
+
+
+def map_values(backend: Any, column: Any, fn: Callable[[Any], Any]) -> Any:
+    """``fn`` applied to a numeric column, or to every element of a list column.
+
+    ``fn`` receives a float64 series (nulls as NaN) and returns a series of the same length;
+    a list column keeps its row structure (a null list becomes an empty list), as NVTabular's
+    ops flatten list columns, compute on the values, and rebuild the lists.
+    """
+    if not backend.is_list_dtype(column.dtype):
+        return fn(backend.to_float(column, "float64"))
+    _, offsets = backend.list_values_offsets(column)
+    values = backend.to_float(backend.list_values_series(column), "float64")
+    return backend.list_from_values_offsets(fn(values), offsets, index=column.index, name=column.name)
+
+
+def dtype_name(dtype: Any) -> str:
+    """The canonical name of a dtype given any way NVTabular scripts give one: a string, a
+    numpy dtype or type (``np.float32``), or a Python type (``float``)."""
+    # Naming a dtype is engine-neutral; the pandas backend (always installed) knows every
+    # spelling, so the name is the same whichever engine runs the data.
+    return get_backend("pandas").canonical_dtype(dtype)
+
+
+def float_output_dtype(out_dtype: Any, input_dtype: str, default: str = "float64") -> str:
+    """Canonical output dtype of a float-valued op: ``out_dtype`` (default ``default``),
+    as a list of it when the input column is a list."""
+    name = dtype_name(out_dtype) if out_dtype is not None else default
+    return _dtypes.list_dtype(name) if _dtypes.is_list(str(input_dtype)) else name

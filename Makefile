@@ -3,19 +3,34 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-# torch is pinned first: on machines that ship its CPU wheel locally pip takes that one,
-# elsewhere it is the registry's build; fastai then finds torch already satisfied.
-TORCH_SPEC ?= torch==2.13.0
+EXTRAS ?= fastai,dev
+# PyTorch is installed first, as a torch/torchvision pair that needs nothing newer. fastai asks
+# for any torchvision, and left alone pip takes the newest one, which pins the newest torch (a
+# CUDA build with several GB of CUDA libraries). torchvision 0.28.0 requires torch 2.13.0
+# exactly. Where pip finds a CPU-only build of torch 2.13.0 it takes that one: a local wheel
+# directory, or the PyTorch CPU index given with
+#   make venv TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
+TORCH_PINS ?= torch==2.13.0 torchvision==0.28.0
+TORCH_PIP_ARGS ?=
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
+# The oldest versions the metadata admits: an environment with every declared floor pinned
+# exactly (.ci/min_constraints.py) runs the tests (not the doctests, whose printed reprs follow
+# the newest pandas), less those listed with their reason in .ci/min-deselect.txt.
+MIN_VENV ?= .venv-min
+MIN_EXTRAS ?= fastai
+MIN_TEST_TOOLS ?= pytest pytest-timeout xxhash
+MIN_TESTS ?= tests
+MIN_DESELECT := $(shell grep -v '^\#' .ci/min-deselect.txt)
 
-.PHONY: venv demo test bench clean
+.PHONY: venv demo test test-min bench dist clean
 
-$(VENV)/.installed: setup.cfg pyproject.toml
+# The pins are repeated in the second install so that no extra can move torch off the pair.
+$(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[fastai,dev]"
+	$(PIP) install -q $(TORCH_PIP_ARGS) $(TORCH_PINS)
+	$(PIP) install -q -e ".[$(EXTRAS)]" $(TORCH_PINS)
 	touch $@
 
 venv: $(VENV)/.installed
@@ -26,9 +41,25 @@ demo: venv
 test: venv
 	$(PY) -m pytest -q $(PYTEST_ARGS) tabflow tests
 
+$(MIN_VENV)/.installed: pyproject.toml .ci/min_constraints.py
+	rm -rf $(MIN_VENV)
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
+	$(MIN_VENV)/bin/python .ci/min_constraints.py $(MIN_EXTRAS) dev > $(MIN_VENV)/constraints.txt
+	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e ".[$(MIN_EXTRAS)]" $(MIN_TEST_TOOLS)
+	touch $@
+
+test-min: $(MIN_VENV)/.installed
+	$(MIN_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(numpy|pandas|pyarrow|dask|distributed|numba|scipy|pyyaml|tqdm|torch|torchvision|fastai|scikit-learn|matplotlib|pytest|pytest-timeout|xxhash)=='
+	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) $(foreach test,$(MIN_DESELECT),--deselect '$(test)') $(MIN_TESTS)
+
 bench: venv
 	$(PY) benchmarks/etl.py
 	$(PY) benchmarks/loader.py
 
+dist: venv
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) demo_output
+	rm -rf $(VENV) $(MIN_VENV) demo_output dist

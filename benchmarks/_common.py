@@ -27,8 +27,9 @@ GENERATED_MARKER = "_GENERATED"
 
 
 def criteo_data(workdir: str, rows: int, files: int, seed: int = 0, progress: bool = False,
-                num_workers: int | None = None) -> str:
-    """Synthetic Criteo-like parquet under ``workdir``, generated once per (rows, files, seed).
+                num_workers: int | None = None, cardinality_scale: float = 1.0, format: str = "parquet") -> str:
+    """Synthetic Criteo-like parquet (or, ``format="criteo_text"``, raw Criteo text files) under
+    ``workdir``, generated once per (rows, files, seed, cardinality scale, format).
 
     Files are written by ``num_workers`` threads (default: one per CPU); the data do not
     depend on it. A marker written last tells a complete directory from an interrupted one,
@@ -39,13 +40,31 @@ def criteo_data(workdir: str, rows: int, files: int, seed: int = 0, progress: bo
 
     from tabflow.datasets import write_criteo
 
-    directory = os.path.join(workdir, f"criteo-{rows}rows-{files}files-seed{seed}")
+    scale = "" if cardinality_scale == 1.0 else f"-card{cardinality_scale:g}"
+    text = "" if format == "parquet" else f"-{format}"
+    directory = os.path.join(workdir, f"criteo-{rows}rows-{files}files-seed{seed}{scale}{text}")
     marker = os.path.join(directory, GENERATED_MARKER)
     if os.path.exists(marker):
         return directory
     shutil.rmtree(directory, ignore_errors=True)
     print(f"generating {rows:,} rows into {directory} (not timed) ...", flush=True)
-    write_criteo(directory, rows, num_files=files, seed=seed, progress=progress, num_workers=num_workers or os.cpu_count() or 1)
+    write_criteo(directory, rows, num_files=files, format=format, seed=seed, progress=progress,
+                 cardinality_scale=cardinality_scale, num_workers=num_workers or os.cpu_count() or 1)
     with open(marker, "w", encoding="utf-8") as handle:
         handle.write("complete\n")
     return directory
+
+
+def finish_options(parser, options, baselines, files_per_million: int):
+    """The checks and defaults every data benchmark applies to its parsed options: the file
+    count (``files_per_million`` per million rows, at least one), a byte-count ``part_size``
+    given as digits, and ``--baselines`` as a list of known names."""
+    if options.files is None:
+        options.files = max(1, files_per_million * options.rows // 1_000_000)
+    if options.part_size is not None and options.part_size.isdigit():
+        options.part_size = int(options.part_size)
+    options.baselines = [name for name in options.baselines.split(",") if name]
+    unknown = sorted(set(options.baselines) - set(baselines))
+    if unknown:
+        parser.error(f"unknown baseline(s) {unknown}; choose among {list(baselines)}")
+    return options

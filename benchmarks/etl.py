@@ -1,16 +1,37 @@
-"""ETL throughput on Criteo-like data: a tabflow workflow against a pyarrow floor.
+"""ETL throughput and memory on Criteo-like data: tabflow against a pyarrow floor, a
+hand-written Polars script and hand-written pandas, all measured in the same run.
 
-The floor is the least work any parquet-to-parquet ETL must do: pyarrow reading every input
-file and writing it back (snappy). The tabflow run fits a workflow on the same files, then
-transforms them and writes parquet. Each phase runs in its own process so that its peak
-resident memory is its own. The printed ratio is (tabflow fit + transform + write time) /
-(floor time); the target is 3x.
+Phases, each in its own Python process so that its peak resident memory is its own:
 
-The data are generated once per (rows, files) into ``--workdir`` and reused on later runs.
+- ``floor``: pyarrow reads every input file and writes it back (snappy): the least work any
+  parquet-to-parquet ETL must do;
+- ``tabflow``: the workflow (``--workflow``) fitted on the files, then transformed and written
+  as parquet;
+- ``polars``: the same ETL as a hand-written Polars script (lazy scan, one ``group_by`` count
+  per categorical column, statistics of the continuous columns, a left join per column,
+  ``sink_parquet``), as a user who knows Polars writes it;
+- ``pandas``: the same ETL in hand-written pandas, streaming file by file (value counts
+  added up, then a lookup per file).
+
+The baselines implement the ``categorify`` workflow's semantics exactly (tabflow's
+Categorify index convention: 1 null, 2 out of vocabulary, then the values by descending
+count, ties by value; FillMissing(0), Clip(0), LogOp to float32, Normalize with the sample
+standard deviation to float64); ``--check`` compares their outputs with tabflow's. The
+printed ratios are total times over the floor's and over Polars', and peak RSS over Polars';
+with ``--repeat N`` the phases run N times, interleaved, and the ratios print as min-max.
+
+``--cardinality 1000000,10000000`` measures vocabulary scaling instead: one string column
+with that many distinct values (and as many rows, each value once or twice), fitted with
+Categorify and transformed, time and peak RSS per size, for tabflow and Polars.
+
+The data are generated once per (rows, files, seed, cardinality scale) into ``--workdir`` and
+reused by later runs.
 
 Usage::
 
-    python benchmarks/etl.py --rows 5000000 --workdir /tmp/tabflow-bench
+    python benchmarks/etl.py --rows 5000000 --workdir /tmp/tabflow-bench --repeat 3
+    python benchmarks/etl.py --rows 200000 --check
+    python benchmarks/etl.py --cardinality 1000000,10000000,50000000 --workdir /tmp/tabflow-bench
 """
 
 from __future__ import annotations
@@ -27,9 +48,19 @@ from typing import Any, Callable, Sequence
 
 # The scripts run as files (python benchmarks/x.py) and are also loaded by path in tests.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import criteo_data, rss_mb  # noqa: E402
+from _common import criteo_data, finish_options, rss_mb  # noqa: E402
 
-TARGET_RATIO = 3.0
+#: Targets for the ``categorify`` workflow: total time over the floor's and over Polars',
+#: peak RSS over Polars'.
+TARGET_FLOOR_RATIO = 2.0
+TARGET_POLARS_RATIO = 0.75
+TARGET_POLARS_RSS_RATIO = 1.1
+#: Vocabulary-scaling memory bound (bytes) for the largest vocabulary measured.
+TARGET_VOCAB_RSS = 8 * 2**30
+
+# Categorify's index convention (tabflow.ops.categorify): 0 padding, 1 null, 2 out of
+# vocabulary, then the vocabulary.
+NULL_INDEX, OOV_INDEX, FIRST_VALUE_INDEX = 1, 2, 3
 
 
 # ------------------------------------------------------------------------------ workflows
@@ -87,13 +118,23 @@ def _parquet_files(directory: str) -> list[str]:
     )
 
 
+def _fresh_output(options: argparse.Namespace, name: str) -> str:
+    out_dir = os.path.join(options.workdir, f"out-{name}")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    return out_dir
+
+
+def _finish(options: argparse.Namespace, out_dir: str) -> None:
+    if not options.keep and not options.check:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
 def run_floor(options: argparse.Namespace) -> dict[str, Any]:
     """Read every file with pyarrow and write it back with the same (snappy) compression."""
     import pyarrow.parquet as pq
 
-    out_dir = os.path.join(options.workdir, "out-floor")
-    shutil.rmtree(out_dir, ignore_errors=True)
-    os.makedirs(out_dir)
+    out_dir = _fresh_output(options, "floor")
     start = time.perf_counter()
     rows = 0
     for path in _parquet_files(options.data_dir):
@@ -102,8 +143,7 @@ def run_floor(options: argparse.Namespace) -> dict[str, Any]:
         rows += table.num_rows
         del table
     seconds = time.perf_counter() - start
-    if not options.keep:
-        shutil.rmtree(out_dir, ignore_errors=True)
+    _finish(options, out_dir)
     return {"rows": rows, "seconds": seconds, "peak_rss": _peak_rss_bytes()}
 
 
@@ -113,7 +153,7 @@ def run_tabflow(options: argparse.Namespace) -> dict[str, Any]:
 
     import tabflow as nvt
 
-    out_dir = os.path.join(options.workdir, f"out-{options.workflow}")
+    out_dir = os.path.join(options.workdir, f"out-tabflow-{options.workflow}")
     shutil.rmtree(out_dir, ignore_errors=True)
     cpu = {"auto": None, "cpu": True, "gpu": False}[options.device]
     dataset = nvt.Dataset(options.data_dir, engine="parquet", part_size=options.part_size, cpu=cpu)
@@ -125,8 +165,7 @@ def run_tabflow(options: argparse.Namespace) -> dict[str, Any]:
     fit_rss = _peak_rss_bytes()
     workflow.transform(dataset).to_parquet(out_dir)
     done = time.perf_counter()
-    if not options.keep:
-        shutil.rmtree(out_dir, ignore_errors=True)
+    _finish(options, out_dir)
     part_size = options.part_size or "128MB"  # Dataset's default
     return {
         "rows": dataset.num_rows,
@@ -134,19 +173,159 @@ def run_tabflow(options: argparse.Namespace) -> dict[str, Any]:
         "npartitions": dataset.npartitions,
         "part_size": int(parse_bytes(part_size)) if isinstance(part_size, str) else int(part_size),
         "fit_seconds": fitted - start,
-        "transform_seconds": done - fitted,
+        "seconds": done - start,
         "fit_peak_rss": fit_rss,
         "peak_rss": _peak_rss_bytes(),
     }
 
 
-PHASES: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {"floor": run_floor, "tabflow": run_tabflow}
+def run_polars(options: argparse.Namespace) -> dict[str, Any]:
+    """The categorify ETL as a hand-written Polars script."""
+    import polars as pl
+
+    from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS
+
+    out_dir = _fresh_output(options, "polars")
+    files = _parquet_files(options.data_dir)
+    start = time.perf_counter()
+    scan = pl.scan_parquet(files)
+    # Fit: one count per categorical column and the moments of the log counts, in one collect.
+    counts = [
+        scan.group_by(c).len().filter(pl.col(c).is_not_null()).filter(pl.col("len") >= max(options.freq_threshold, 1))
+        for c in CATEGORICAL_COLUMNS
+    ]
+    # LogOp computes log(x + 1) in float32; Normalize works in float64.
+    logs = [(pl.col(c).fill_null(0).clip(lower_bound=0).cast(pl.Float32) + 1).log().cast(pl.Float64)
+            for c in CONTINUOUS_COLUMNS]
+    moments = scan.select([x.mean().alias(f"{c}_mean") for x, c in zip(logs, CONTINUOUS_COLUMNS)]
+                          + [x.std(ddof=1).alias(f"{c}_std") for x, c in zip(logs, CONTINUOUS_COLUMNS)])
+    *vocab_counts, stats = pl.collect_all([*counts, moments])
+    stats = stats.row(0, named=True)
+    vocabs = [
+        table.sort(["len", c], descending=[True, False])
+        .with_row_index(f"{c}__index", offset=FIRST_VALUE_INDEX)
+        .select(c, pl.col(f"{c}__index").cast(pl.Int64))
+        for table, c in zip(vocab_counts, CATEGORICAL_COLUMNS)
+    ]
+    fitted = time.perf_counter()
+    # Transform: a left join per column, then the null and out-of-vocabulary slots.
+    out = scan
+    for vocab, c in zip(vocabs, CATEGORICAL_COLUMNS):
+        out = out.join(vocab.lazy(), on=c, how="left", maintain_order="left")
+    out = out.select(
+        [pl.when(pl.col(c).is_null()).then(NULL_INDEX).otherwise(pl.col(f"{c}__index").fill_null(OOV_INDEX))
+         .cast(pl.Int64).alias(c) for c in CATEGORICAL_COLUMNS]
+        + [((x - stats[f"{c}_mean"]) / stats[f"{c}_std"]).alias(c) for x, c in zip(logs, CONTINUOUS_COLUMNS)]
+        + [pl.col("label")]
+    )
+    out.sink_parquet(os.path.join(out_dir, "part_0.parquet"), compression="snappy")
+    done = time.perf_counter()
+    rows = pl.scan_parquet(files).select(pl.len()).collect().item()
+    _finish(options, out_dir)
+    return {"rows": rows, "fit_seconds": fitted - start, "seconds": done - start, "peak_rss": _peak_rss_bytes()}
 
 
-def _run_phase_process(phase: str, options: argparse.Namespace) -> dict[str, Any]:
+def run_pandas(options: argparse.Namespace) -> dict[str, Any]:
+    """The categorify ETL in hand-written pandas, one file in memory at a time."""
+    import numpy as np
+    import pandas as pd
+
+    from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS
+
+    out_dir = _fresh_output(options, "pandas")
+    files = _parquet_files(options.data_dir)
+
+    def logs(frame: pd.DataFrame, c: str) -> pd.Series:
+        # LogOp computes log(x + 1) in float32; Normalize works in float64.
+        return np.log(frame[c].fillna(0).clip(lower=0).astype("float32") + 1).astype("float64")
+
+    start = time.perf_counter()
+    counts = {c: [] for c in CATEGORICAL_COLUMNS}
+    sums = {c: [0.0, 0.0, 0] for c in CONTINUOUS_COLUMNS}  # sum, sum of squares, count
+    rows = 0
+    for path in files:
+        frame = pd.read_parquet(path)
+        rows += len(frame)
+        for c in CATEGORICAL_COLUMNS:
+            counts[c].append(frame[c].value_counts())
+        for c in CONTINUOUS_COLUMNS:
+            x = logs(frame, c)
+            sums[c][0] += float(x.sum())
+            sums[c][1] += float((x * x).sum())
+            sums[c][2] += len(x)
+    vocabs = {}
+    for c in CATEGORICAL_COLUMNS:
+        total = pd.concat(counts[c]).groupby(level=0).sum()
+        total = total[total >= max(options.freq_threshold, 1)]
+        order = pd.DataFrame({"value": total.index, "count": total.to_numpy()}).sort_values(
+            ["count", "value"], ascending=[False, True], kind="stable")
+        vocabs[c] = pd.Index(order["value"].to_numpy())
+    moments = {}
+    for c, (total, squares, n) in sums.items():
+        mean = total / n
+        moments[c] = (mean, np.sqrt(max(squares - n * mean * mean, 0.0) / (n - 1)))
+    fitted = time.perf_counter()
+    for path in files:
+        frame = pd.read_parquet(path)
+        out = {}
+        for c in CATEGORICAL_COLUMNS:
+            codes = vocabs[c].get_indexer(frame[c]).astype("int64")
+            codes = np.where(codes < 0, OOV_INDEX, codes + FIRST_VALUE_INDEX)
+            out[c] = np.where(frame[c].isna().to_numpy(), NULL_INDEX, codes)
+        for c in CONTINUOUS_COLUMNS:
+            mean, std = moments[c]
+            out[c] = ((logs(frame, c) - mean) / std).to_numpy()
+        out["label"] = frame["label"].to_numpy()
+        pd.DataFrame(out).to_parquet(os.path.join(out_dir, os.path.basename(path)), compression="snappy", index=False)
+    done = time.perf_counter()
+    _finish(options, out_dir)
+    return {"rows": rows, "fit_seconds": fitted - start, "seconds": done - start, "peak_rss": _peak_rss_bytes()}
+
+
+def run_vocab(options: argparse.Namespace) -> dict[str, Any]:
+    """Fit Categorify on one string column of ``options.vocab_size`` distinct values and
+    transform it to parquet (tabflow, or Polars with ``--vocab-engine polars``)."""
+    path = _vocab_data(options)
+    out_dir = _fresh_output(options, f"vocab-{options.vocab_engine}")
+    start = time.perf_counter()
+    if options.vocab_engine == "tabflow":
+        import tabflow as nvt
+        from tabflow import ops
+
+        workflow = nvt.Workflow(["id"] >> ops.Categorify())
+        dataset = nvt.Dataset(path, engine="parquet")
+        workflow.fit(dataset)
+        fitted = time.perf_counter()
+        workflow.transform(dataset).to_parquet(out_dir)
+    else:
+        import polars as pl
+
+        scan = pl.scan_parquet(os.path.join(path, "*.parquet"))
+        vocab = (scan.group_by("id").len().filter(pl.col("id").is_not_null()).sort(["len", "id"], descending=[True, False])
+                 .with_row_index("index", offset=FIRST_VALUE_INDEX).select("id", pl.col("index").cast(pl.Int64)).collect())
+        fitted = time.perf_counter()
+        (scan.join(vocab.lazy(), on="id", how="left", maintain_order="left")
+         .select(pl.when(pl.col("id").is_null()).then(NULL_INDEX).otherwise(pl.col("index").fill_null(OOV_INDEX)).alias("id"))
+         .sink_parquet(os.path.join(out_dir, "part_0.parquet")))
+    done = time.perf_counter()
+    _finish(options, out_dir)
+    return {"fit_seconds": fitted - start, "seconds": done - start, "peak_rss": _peak_rss_bytes()}
+
+
+PHASES: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
+    "floor": run_floor,
+    "tabflow": run_tabflow,
+    "polars": run_polars,
+    "pandas": run_pandas,
+    "vocab": run_vocab,
+}
+BASELINES = ("polars", "pandas")
+
+
+def _run_phase_process(phase: str, options: argparse.Namespace, extra: Sequence[str] = ()) -> dict[str, Any]:
     """Run one phase in a fresh interpreter and return what it reports (its last line)."""
     command = [sys.executable, os.path.abspath(__file__), "--phase", phase, "--data-dir", options.data_dir]
-    command += _forwarded_arguments(options)
+    command += _forwarded_arguments(options) + list(extra)
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"benchmark phase {phase!r} failed:\n{result.stderr[-4000:]}")
@@ -155,13 +334,16 @@ def _run_phase_process(phase: str, options: argparse.Namespace) -> dict[str, Any
 
 def _forwarded_arguments(options: argparse.Namespace) -> list[str]:
     arguments = [
-        "--rows", str(options.rows), "--workdir", options.workdir, "--workflow", options.workflow,
-        "--freq-threshold", str(options.freq_threshold), "--device", options.device,
+        "--rows", str(options.rows), "--files", str(options.files), "--workdir", options.workdir,
+        "--workflow", options.workflow, "--freq-threshold", str(options.freq_threshold), "--device", options.device,
+        "--cardinality-scale", str(options.cardinality_scale), "--seed", str(options.seed),
     ]
     if options.part_size is not None:
         arguments += ["--part-size", str(options.part_size)]
     if options.keep:
         arguments.append("--keep")
+    if options.check:
+        arguments.append("--check")
     return arguments
 
 
@@ -170,13 +352,68 @@ def _forwarded_arguments(options: argparse.Namespace) -> list[str]:
 
 def ensure_data(options: argparse.Namespace) -> str:
     """Generate the input parquet unless the work directory already holds the same data."""
-    return criteo_data(options.workdir, options.rows, options.files, seed=options.seed, progress=options.progress)
+    return criteo_data(options.workdir, options.rows, options.files, seed=options.seed, progress=options.progress,
+                       cardinality_scale=options.cardinality_scale)
+
+
+def _vocab_data(options: argparse.Namespace) -> str:
+    """One string column holding ``vocab_size`` distinct 16-character values, each once and
+    a tenth of them twice (shuffled), in files of at most 5M rows; made once per size."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    size = options.vocab_size
+    directory = os.path.join(options.workdir, f"vocab-{size}")
+    marker = os.path.join(directory, "_GENERATED")
+    if os.path.exists(marker):
+        return directory
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    rng = np.random.default_rng(options.seed)
+    per_file = 5_000_000
+    for k, first in enumerate(range(0, size, per_file)):
+        ids = np.arange(first, min(first + per_file, size), dtype=np.uint64)
+        ids = np.concatenate([ids, ids[: len(ids) // 10]])
+        rng.shuffle(ids)
+        # Distinct ids as fixed-width hex text (Criteo's ids are 8 hex digits; 16 keep 50M distinct).
+        text = np.char.zfill(np.char.mod("%x", ids * np.uint64(0x9E3779B97F4A7C15) % np.uint64(2**63)), 16)
+        pq.write_table(pa.table({"id": pa.array(text.astype(object), pa.string())}), os.path.join(directory, f"part_{k}.parquet"))
+    with open(marker, "w", encoding="utf-8") as handle:
+        handle.write("complete\n")
+    return directory
+
+
+# ------------------------------------------------------------------------------- checks
+
+
+def check_outputs(options: argparse.Namespace, phases: Sequence[str]) -> None:
+    """The baselines wrote what tabflow wrote: the same codes exactly, the same numbers to
+    float32 rounding (the logs are float32 and libraries' float32 logarithms may differ in
+    the last bit; sums run in other orders). Raises AssertionError otherwise."""
+    import numpy as np
+    import pandas as pd
+
+    def read(name: str) -> pd.DataFrame:
+        directory = os.path.join(options.workdir, f"out-{name}")
+        return pd.concat([pd.read_parquet(p) for p in _parquet_files(directory)], ignore_index=True)
+
+    reference = read(f"tabflow-{options.workflow}")
+    for phase in phases:
+        other = read(phase)[list(reference.columns)]
+        for column in reference.columns:
+            ours, theirs = reference[column].to_numpy(), other[column].to_numpy()
+            if reference[column].dtype.kind == "f":
+                np.testing.assert_allclose(theirs, ours, rtol=1e-6, atol=1e-6, err_msg=f"{phase}: {column}")
+            else:
+                np.testing.assert_array_equal(theirs.astype("int64"), ours.astype("int64"), err_msg=f"{phase}: {column}")
+        print(f"check: {phase} wrote the same {len(reference):,} rows as tabflow")
 
 
 # ------------------------------------------------------------------------------- report
 
 
-def _gib(value: int) -> str:
+def _gib(value: float) -> str:
     return f"{value / 2**30:.2f} GiB"
 
 
@@ -184,24 +421,72 @@ def _rate(rows: int, seconds: float) -> str:
     return f"{rows / seconds:>12,.0f} rows/s" if seconds > 0 else "inf rows/s"
 
 
-def report(options: argparse.Namespace, floor: dict[str, Any], tab: dict[str, Any]) -> float:
-    """Print the results; return the ratio of tabflow's time to the floor's."""
-    rows = tab["rows"]
-    total = tab["fit_seconds"] + tab["transform_seconds"]
-    ratio = total / floor["seconds"] if floor["seconds"] > 0 else float("inf")
-    print(f"rows: {rows:,}  files: {options.files}  workflow: {options.workflow}  engine: {tab['engine']}")
-    print(f"partition size: {tab['part_size'] / 1e6:.0f} MB  ({tab['npartitions']} partitions)")
-    print(f"pyarrow floor (read + write, snappy): {floor['seconds']:8.2f} s {_rate(floor['rows'], floor['seconds'])}"
-          f"  peak RSS {_gib(floor['peak_rss'])}")
-    print(f"tabflow fit:                          {tab['fit_seconds']:8.2f} s {_rate(rows, tab['fit_seconds'])}"
-          f"  peak RSS {_gib(tab['fit_peak_rss'])}")
-    print(f"tabflow transform + write:            {tab['transform_seconds']:8.2f} s "
-          f"{_rate(rows, tab['transform_seconds'])}")
-    print(f"tabflow total:                        {total:8.2f} s {_rate(rows, total)}  peak RSS {_gib(tab['peak_rss'])}")
-    # The 3x target is set for the Criteo categorify workflow; other workflows do more work.
-    target = f"target <= {TARGET_RATIO:.0f}x" if options.workflow == "categorify" else "no target for this workflow"
-    print(f"ratio tabflow / pyarrow floor: {ratio:.2f}x ({target})")
-    return ratio
+def _span(values: Sequence[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.2f}x" if len(values) == 1 or f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f}x"
+
+
+def report(options: argparse.Namespace, runs: list[dict[str, dict[str, Any]]]) -> dict[str, list[float]]:
+    """Print each run's phases, then the ratios over runs; return the ratio lists."""
+    for number, results in enumerate(runs, 1):
+        floor, tab = results["floor"], results["tabflow"]
+        rows = tab["rows"]
+        print(f"-- run {number}: {rows:,} rows, {options.files} files, workflow {options.workflow}, engine {tab['engine']}, "
+              f"{tab['npartitions']} partitions of {tab['part_size'] / 1e6:.0f} MB")
+        print(f"pyarrow floor (read + write, snappy): {floor['seconds']:8.2f} s {_rate(floor['rows'], floor['seconds'])}"
+              f"  peak RSS {_gib(floor['peak_rss'])}")
+        print(f"tabflow fit:                          {tab['fit_seconds']:8.2f} s {_rate(rows, tab['fit_seconds'])}"
+              f"  peak RSS {_gib(tab['fit_peak_rss'])}")
+        print(f"tabflow transform + write:            {tab['seconds'] - tab['fit_seconds']:8.2f} s "
+              f"{_rate(rows, tab['seconds'] - tab['fit_seconds'])}")
+        print(f"tabflow total:                        {tab['seconds']:8.2f} s {_rate(rows, tab['seconds'])}"
+              f"  peak RSS {_gib(tab['peak_rss'])}")
+        for name in BASELINES:
+            if name in results:
+                base = results[name]
+                print(f"{name + ' (hand-written) total:':38}{base['seconds']:8.2f} s {_rate(rows, base['seconds'])}"
+                      f"  peak RSS {_gib(base['peak_rss'])}  (fit {base['fit_seconds']:.2f} s)")
+    ratios: dict[str, list[float]] = {"floor": [r["tabflow"]["seconds"] / r["floor"]["seconds"] for r in runs]}
+    for name in BASELINES:
+        if all(name in r for r in runs):
+            ratios[name] = [r["tabflow"]["seconds"] / r[name]["seconds"] for r in runs]
+            ratios[f"{name} rss"] = [r["tabflow"]["peak_rss"] / r[name]["peak_rss"] for r in runs]
+    targets = options.workflow == "categorify"
+    print(f"== over {len(runs)} run(s), min-max:")
+    print(f"ratio tabflow / pyarrow floor: {_span(ratios['floor'])}"
+          + (f" (target <= {TARGET_FLOOR_RATIO:g}x)" if targets else " (no target for this workflow)"))
+    if "polars" in ratios:
+        print(f"ratio tabflow / Polars time: {_span(ratios['polars'])} (target <= {TARGET_POLARS_RATIO:g}x)")
+        print(f"ratio tabflow / Polars peak RSS: {_span(ratios['polars rss'])} (target <= {TARGET_POLARS_RSS_RATIO:g}x)")
+    if "pandas" in ratios:
+        print(f"ratio tabflow / pandas time: {_span(ratios['pandas'])}; peak RSS {_span(ratios['pandas rss'])}")
+    return ratios
+
+
+def run_cardinality(options: argparse.Namespace) -> int:
+    """Vocabulary scaling: time and peak RSS of tabflow and Polars per vocabulary size."""
+    print(f"{'distinct values':>16} {'engine':>8} {'fit s':>8} {'total s':>8} {'peak RSS':>10}  RSS per value")
+    largest_rss = 0.0
+    engines = ["tabflow"] + (["polars"] if _has_polars() and "polars" in options.baselines else [])
+    for size in options.cardinality:
+        for engine in engines:
+            extra = ["--vocab-size", str(size), "--vocab-engine", engine]
+            result = _run_phase_process("vocab", options, extra)
+            per_value = result["peak_rss"] / size
+            print(f"{size:>16,} {engine:>8} {result['fit_seconds']:8.2f} {result['seconds']:8.2f} "
+                  f"{_gib(result['peak_rss']):>10}  {per_value:8.0f} B")
+            if engine == "tabflow":
+                largest_rss = result["peak_rss"]
+    print(f"largest vocabulary: tabflow peak RSS {_gib(largest_rss)} (target <= {_gib(TARGET_VOCAB_RSS)})")
+    return 0
+
+
+def _has_polars() -> bool:
+    try:
+        import polars  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------------- main
@@ -210,24 +495,33 @@ def report(options: argparse.Namespace, floor: dict[str, Any], tab: dict[str, An
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=5_000_000, help="rows of generated data")
-    parser.add_argument("--files", type=int, default=None, help="parquet files (default: one per million rows)")
+    parser.add_argument("--files", type=int, default=None, help="parquet files (default: two per million rows)")
+    parser.add_argument("--cardinality-scale", type=float, default=2.0,
+                        help="multiplies every vocabulary size of the generated data (2.0: up to ~1.4M values)")
     parser.add_argument("--part-size", default=None, help="tabflow partition size, e.g. 64MB (default: Dataset's)")
     parser.add_argument("--workdir", default=None, help="where data and outputs go (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the written outputs (data is always kept)")
     parser.add_argument("--workflow", choices=sorted(WORKFLOWS), default="categorify")
-    parser.add_argument("--freq-threshold", type=int, default=15, help="Categorify frequency threshold")
+    parser.add_argument("--freq-threshold", type=int, default=0, help="Categorify frequency threshold")
     parser.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto", help="tabflow engine")
     parser.add_argument("--gpu", dest="device", action="store_const", const="gpu", help="same as --device gpu (cuDF)")
     parser.add_argument("--cpu", dest="device", action="store_const", const="cpu", help="same as --device cpu (pandas)")
+    parser.add_argument("--baselines", default="polars,pandas",
+                        help="comma-separated hand-written baselines to run with the categorify workflow ('' for none)")
+    parser.add_argument("--repeat", type=int, default=1, help="run every phase this many times, interleaved")
+    parser.add_argument("--check", action="store_true", help="compare the baselines' outputs with tabflow's")
+    parser.add_argument("--cardinality", default=None,
+                        help="comma-separated vocabulary sizes: measure vocabulary scaling instead (e.g. 1000000,10000000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--progress", action="store_true", help="show a progress bar while generating data")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--vocab-size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--vocab-engine", choices=["tabflow", "polars"], default="tabflow", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
-    if options.files is None:
-        options.files = max(1, options.rows // 1_000_000)
-    if options.part_size is not None and options.part_size.isdigit():
-        options.part_size = int(options.part_size)
+    finish_options(parser, options, BASELINES, files_per_million=2)
+    if options.cardinality is not None:
+        options.cardinality = [int(float(size)) for size in options.cardinality.split(",")]
     return options
 
 
@@ -241,10 +535,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     options.workdir = os.path.abspath(options.workdir or tempfile.mkdtemp(prefix="tabflow-etl-"))
     os.makedirs(options.workdir, exist_ok=True)
     try:
+        if options.cardinality:
+            options.data_dir = options.workdir
+            return run_cardinality(options)
         options.data_dir = ensure_data(options)
-        floor = _run_phase_process("floor", options)
-        tab = _run_phase_process("tabflow", options)
-        report(options, floor, tab)
+        baselines = [name for name in options.baselines if options.workflow == "categorify"]
+        if "polars" in baselines and not _has_polars():
+            print("polars is not installed: skipping the Polars baseline (pip install polars)")
+            baselines.remove("polars")
+        runs = []
+        for _ in range(options.repeat):
+            results = {"floor": _run_phase_process("floor", options), "tabflow": _run_phase_process("tabflow", options)}
+            for name in baselines:
+                results[name] = _run_phase_process(name, options)
+            runs.append(results)
+        report(options, runs)
+        if options.check and baselines:
+            check_outputs(options, baselines)
     finally:
         if temporary and not options.keep:
             shutil.rmtree(options.workdir, ignore_errors=True)

@@ -60,7 +60,6 @@ GETTING_STARTED = [
     import tabflow as nvt
     from tabflow import ops
     from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS, LABEL_COLUMNS, write_criteo
-    from tabflow.viz import plot_workflow
     """),
     md("""
     ## Data
@@ -79,32 +78,32 @@ GETTING_STARTED = [
     ## The workflow
 
     Ops are chained with `>>` and branches joined with `+`. Nothing is computed yet: this is
-    a graph that we can draw.
+    a graph that we can draw. `node.graph` is laid out by Graphviz when the `graphviz` package
+    and its `dot` program are installed (statistics ops in darker boxes, with the parameters
+    that differ from their defaults), else drawn with matplotlib, else described in text.
     """),
     code("""
     cats = CATEGORICAL_COLUMNS >> ops.Categorify(freq_threshold=2)
     conts = CONTINUOUS_COLUMNS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
     workflow = nvt.Workflow(cats + conts + LABEL_COLUMNS)
-
-    ax = plot_workflow(workflow)
-    ax.set_title("Criteo preprocessing workflow")
-    plt.show()
+    workflow.output_node.graph
     """),
     md("""
     ## Fit and transform
 
     `fit` computes the statistics (vocabularies, means and standard deviations) in passes
     over the training data; `transform` returns a lazy dataset that `to_parquet` writes.
+    `progress=True` shows a bar per fit pass (Dask tasks) and per write (partitions).
     """),
     code("""
     import time
 
     start = time.perf_counter()
-    workflow.fit(train)
+    workflow.fit(train, progress=True)
     print(f"fit: {time.perf_counter() - start:.1f} s")
 
-    train_out = workflow.transform(train)
-    valid_out = workflow.transform(valid)
+    train_out = workflow.transform(train, progress=True)
+    valid_out = workflow.transform(valid, progress=True)
     train_out.to_parquet(os.path.join(WORK, "train"))
     valid_out.to_parquet(os.path.join(WORK, "valid"))
     processed = nvt.Dataset(os.path.join(WORK, "train"))
@@ -128,7 +127,7 @@ GETTING_STARTED = [
             }
             for c in schema
         ]
-    ).set_index("column").head(30)
+    ).astype({"cardinality": "Int64"}).set_index("column").head(30)
     """),
     code("""
     embedding_sizes = ops.get_embedding_sizes(workflow)
@@ -220,7 +219,7 @@ FASTAI = [
     from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS, LABEL_COLUMNS, write_criteo
     from tabflow.loader.torch import DLDataLoader, TorchAsyncItr
 
-    torch.manual_seed(0)
+    _ = torch.manual_seed(0)
     """),
     md("## ETL: generate, fit on the training days, transform both splits"),
     code("""
@@ -274,6 +273,10 @@ FASTAI = [
     model = TabularModel(emb_szs=embeddings, n_cont=len(CONTINUOUS_COLUMNS), out_sz=2, layers=[200, 100])
     learn = Learner(dls, model, loss_func=torch.nn.CrossEntropyLoss(), metrics=[RocAucBinary()], path=WORK)
     learn.fit_one_cycle(2, lr_max=1e-2)
+    # validate() below starts a new recording: keep the training losses (fastai's smoothed
+    # loss after each batch) now.
+    train_losses = [float(v) for v in learn.recorder.losses]
+    batches_per_epoch = len(train_losses) // 2
     """),
     code("""
     valid_loss, auc = learn.validate()
@@ -282,13 +285,16 @@ FASTAI = [
     assert auc > 0.6
     """),
     code("""
-    losses = [float(v) for v in learn.recorder.losses]
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.plot([(i + 1) * BATCH_SIZE for i in range(len(losses))], losses, marker=".")
-    ax.set_xlabel("training rows seen")
-    ax.set_ylabel("cross-entropy (smoothed)")
+    rows_seen = [(i + 1) * BATCH_SIZE for i in range(len(train_losses))]
+    ax.plot(rows_seen, train_losses, marker=".", label="training (smoothed)")
+    ax.axhline(valid_loss, color="tab:orange", linestyle="--", label=f"validation after training: {valid_loss:.3f}")
+    ax.axvline(batches_per_epoch * BATCH_SIZE, color="gray", linewidth=0.8)
+    ax.set_xlabel("training rows seen (the gray line ends epoch 1)")
+    ax.set_ylabel("cross-entropy")
     ax.set_title("TabularModel training loss")
     ax.grid(alpha=0.3)
+    ax.legend()
     plt.show()
     """),
     code("""
@@ -324,7 +330,7 @@ MULTIHOT = [
     from tabflow.framework_utils.torch import DLRM, EmbeddingTables, sparse_and_dense_parameters
     from tabflow.loader.torch import Loader
 
-    torch.manual_seed(0)
+    _ = torch.manual_seed(0)
     """),
     md("""
     ## Synthetic interactions with list columns
@@ -550,14 +556,16 @@ SCALING = [
     """),
     md("""
     Fit on the cluster, then persist the transformed data on the workers with a progress
-    bar (`distributed.progress`) before collecting it.
+    bar (`distributed.progress`) before collecting it. With a distributed client,
+    `fit(..., progress=True)` shows distributed's bar for each pass too (tqdm's Dask callback,
+    which it uses on the local scheduler, does not see a cluster's tasks).
     """),
     code("""
     start = time.perf_counter()
     dataset = nvt.Dataset(paths, client=client)
     workflow = criteo_workflow()
     workflow.client = client
-    workflow.fit(dataset)
+    workflow.fit(dataset, progress=True)
     fitted = time.perf_counter()
     transformed = workflow.transform(dataset).to_ddf().persist()
     progress(transformed, notebook=False)

@@ -16,6 +16,8 @@ Examples
 
 from __future__ import annotations
 
+import logging
+
 from tabflow import datasets, dispatch, graph, io, ops, schema, serialize, utils
 from tabflow.dataset import Dataset
 from tabflow.schema import ColumnSchema, Schema
@@ -25,6 +27,10 @@ from tabflow.utils import Distributed, Serial
 from tabflow.workflow import DuplicateColumnWarning, Workflow
 
 __version__ = "0.1.0"
+
+# Silent unless the application configures logging: what tabflow plans and does (fit passes,
+# partitions, files written, directories replaced) goes to the "tabflow.*" loggers at INFO.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 #: NVTabular's name of :class:`Node`.
 WorkflowNode = Node

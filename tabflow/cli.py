@@ -73,7 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from tabflow.demo import DemoConfig, run_demo
+    from tabflow.demo import DemoConfig, check_requirements, run_demo
+
+    try:
+        check_requirements(args.cpu)
+    except ImportError as err:
+        # A missing optional package is a set-up step for the user, not a crash.
+        print(f"tabflow demo: {err}", file=sys.stderr)
+        return 1
 
     config = DemoConfig(
         rows=args.rows, criteo_dir=args.criteo_dir, workdir=args.workdir, batch_size=args.batch_size,
@@ -87,7 +94,8 @@ def _run_demo(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``tabflow`` command with ``argv`` (default: the process arguments).
 
-    Returns the exit status: 0 on success, 2 for a usage error (as argparse does).
+    Returns the exit status: 0 on success, 1 when a package the command needs is missing (the
+    message says what to install), 2 for a usage error (as argparse does).
 
     Examples
     --------

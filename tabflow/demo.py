@@ -32,8 +32,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from dask.callbacks import Callback
-
+from tabflow._install import missing_modules, pip_install
 from tabflow.dataset import Dataset
 from tabflow.io.readers import CRITEO_CATEGORICAL, CRITEO_CONTINUOUS, expand_paths
 from tabflow.io.shuffle import Shuffle
@@ -45,6 +44,7 @@ __all__ = [
     "LABEL",
     "DemoConfig",
     "DemoResult",
+    "check_requirements",
     "run_demo",
     "raw_files",
     "split_train_valid",
@@ -66,6 +66,8 @@ _ROWS_PER_FILE = 250_000
 # The training split yields at least this many batches, so that one epoch takes enough
 # optimizer steps for the model to learn something even on small --rows.
 _MIN_STEPS = 20
+# Modules of the training step (the `fastai` extra), checked before any data is generated.
+_TRAINING_MODULES = ["torch", "fastai", "sklearn", "matplotlib"]
 
 
 @dataclass
@@ -99,60 +101,6 @@ class DemoResult:
     valid_auc: float
     loss_plot: str
     batch_size: int
-
-
-# ------------------------------------------------------------------------------- progress
-
-
-class _TaskBar(Callback):
-    """A tqdm bar over the dask tasks of the computation made while it is active.
-
-    Dask hands active callbacks to one computation at a time, so this suits a step made of
-    one or a few sequential computations (a fit), not partitions computed concurrently.
-    """
-
-    def __init__(self, desc: str, enabled: bool = True) -> None:
-        super().__init__()
-        self.desc, self.enabled = desc, enabled
-        self.bar: Any = None
-
-    def _start_state(self, dsk: Any, state: dict) -> None:
-        tasks = max(0, len(dsk) - len(state.get("cache", ())))
-        if self.bar is None:
-            # Created at the first computation, once there is a total to show.
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=tasks, desc=self.desc, unit="task", disable=not self.enabled)
-        else:
-            self.bar.total += tasks
-            self.bar.refresh()
-
-    def _posttask(self, key: Any, result: Any, dsk: Any, state: dict, worker_id: Any) -> None:
-        self.bar.update(1)
-
-    def __exit__(self, *args: Any) -> None:
-        super().__exit__(*args)
-        if self.bar is not None:
-            self.bar.close()
-
-
-class _PartitionTick:
-    """Passes each partition through unchanged and advances a progress bar.
-
-    Mapped over the partitions that the writer computes concurrently, where dask's
-    callbacks would see only one computation at a time.
-    """
-
-    def __init__(self, bar: Any) -> None:
-        self.bar = bar
-        self.token = uuid.uuid4().hex
-
-    def __dask_tokenize__(self) -> str:
-        return self.token
-
-    def __call__(self, frame: Any) -> Any:
-        self.bar.update(1)
-        return frame
 
 
 def _say(message: str) -> None:
@@ -253,24 +201,17 @@ def run_etl(
 
     Returns the seconds each step took (``fit``, ``transform``) and the rows written.
     """
-    from tqdm.auto import tqdm
-
     start = time.perf_counter()
-    with _TaskBar("fit", enabled=progress):
-        workflow.fit(train)
+    workflow.fit(train, progress=progress)
     fitted = time.perf_counter()
     rows = 0
     for name, split in (("train", train), ("valid", valid)):
         if split is None:
             continue
-        transformed = workflow.transform(split)
-        with tqdm(total=transformed.npartitions, desc=f"transform+write {name}", unit="part", disable=not progress) as bar:
-            meta = transformed.backend.empty_frame(workflow.output_schema.dtypes)
-            ticking = transformed.to_ddf().map_partitions(_PartitionTick(bar), meta=meta, enforce_metadata=False)
-            Dataset(ticking, schema=transformed.schema, cpu=transformed.engine == "pandas").to_parquet(
-                os.path.join(output_dir, name), shuffle=Shuffle.PER_PARTITION, seed=seed,
-                cats=CATEGORICAL, conts=CONTINUOUS, labels=LABEL,
-            )
+        workflow.transform(split).to_parquet(
+            os.path.join(output_dir, name), shuffle=Shuffle.PER_PARTITION, seed=seed,
+            cats=CATEGORICAL, conts=CONTINUOUS, labels=LABEL, progress=progress,
+        )
         rows += split.num_rows
     workflow.save(os.path.join(output_dir, "workflow"))
     done = time.perf_counter()
@@ -434,8 +375,38 @@ def _torch_device(cpu: bool | None) -> str:
     return "cpu"
 
 
+def check_requirements(cpu: bool | None = None) -> None:
+    """Fail early, saying what to install, when a package the demo needs is missing.
+
+    Raises
+    ------
+    ImportError
+        When PyTorch, fastai, scikit-learn or matplotlib is missing (the ``fastai`` extra), or
+        for ``cpu=False`` when RAPIDS cuDF is (a ``gpu-cu12`` / ``gpu-cu13`` extra).
+
+    Examples
+    --------
+    >>> import sys
+    >>> from unittest import mock
+    >>> from tabflow.demo import check_requirements
+    >>> with mock.patch.dict(sys.modules, {"fastai": None}):
+    ...     check_requirements()
+    Traceback (most recent call last):
+    ImportError: the demo trains with fastai, which is not installed: pip install "tabflow-etl[fastai]"
+    """
+    missing = missing_modules(_TRAINING_MODULES)
+    if missing:
+        which = "is" if len(missing) == 1 else "are"
+        raise ImportError(f"the demo trains with {', '.join(missing)}, which {which} not installed: {pip_install('fastai')}")
+    if cpu is False:
+        from tabflow.backends import get_backend
+
+        get_backend("cudf")  # an ImportError naming the GPU extras when cuDF is missing
+
+
 def run_demo(config: DemoConfig, say: Callable[[str], None] = _say) -> DemoResult:
     """Generate (or read) data, run the ETL, time the loader, train; print and return rates."""
+    check_requirements(config.cpu)
     os.makedirs(config.workdir, exist_ok=True)
     files, engine = raw_files(config, say)
     train_raw, valid_raw = _split_datasets(files, engine, config)

@@ -21,8 +21,13 @@ True
 from __future__ import annotations
 
 import os
+from typing import Any, Callable
 
+import dask
+
+from tabflow import dispatch
 from tabflow.io.cluster import Distributed, Serial, global_dask_client, set_dask_client
+from tabflow.io.download import download_file
 
 __all__ = [
     "device_mem_size",
@@ -32,7 +37,32 @@ __all__ = [
     "Serial",
     "global_dask_client",
     "set_dask_client",
+    "run_on_worker",
+    "download_file",
+    "HAS_GPU",  # noqa: F822  (computed when first read, see __getattr__)
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # merlin's ``HAS_GPU``, known only by looking for a GPU: done when first read, not at import.
+    if name == "HAS_GPU":
+        return dispatch.HAS_GPU
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def run_on_worker(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``func(*args, **kwargs)``, run on a Dask worker when a Dask client is active (the one
+    :class:`Distributed` or :func:`set_dask_client` set), else here.
+
+    Examples
+    --------
+    >>> from tabflow.utils import run_on_worker
+    >>> run_on_worker(pow, 2, 10)
+    1024
+    """
+    if global_dask_client() is not None:
+        return dask.delayed(func)(*args, **kwargs).compute()
+    return func(*args, **kwargs)
 
 MEMORY_KINDS = ("total", "free")
 #: RMM pool sizes must be a multiple of its 256-byte allocation alignment.

@@ -1,7 +1,9 @@
-"""Pictures of workflows, drawn with matplotlib (imported only when drawing).
+"""Pictures of workflows: ``workflow.output_node.graph`` (Graphviz SVG in Jupyter, with
+matplotlib and plain text as fallbacks) and :func:`plot_workflow` (matplotlib).
 
 The drawing code lives with the graph (:mod:`tabflow.graph.picture`, which ``node.graph``
-uses); this module is where scripts import it from.
+uses); this module is where scripts import it from. Optional packages (graphviz,
+matplotlib) are imported only when drawing.
 
 Examples
 --------

@@ -16,7 +16,7 @@ def _cudf_available() -> bool:
 def engine(request):
     """Run a test once per engine; cuDF is skipped with the reason where it cannot run."""
     if request.param == "cudf" and not _cudf_available():
-        pytest.skip("cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install 'tabflow[gpu]')")
+        pytest.skip('cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install "tabflow-etl[gpu-cu12]" or "tabflow-etl[gpu-cu13]")')
     return request.param
 
 
@@ -32,3 +32,12 @@ def to_engine(engine):
 @pytest.fixture
 def rng():
     return np.random.default_rng(42)
+
+
+@pytest.fixture(autouse=True)
+def _nvtabular_argument_warnings_afresh(monkeypatch):
+    """Each test hears the once-per-process warnings about NVTabular-only op arguments as a
+    fresh process would, whatever ran before it."""
+    from tabflow.ops import _compat
+
+    monkeypatch.setattr(_compat, "_warned", set())

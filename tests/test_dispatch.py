@@ -357,7 +357,7 @@ def test_gpu_device_without_cudf_says_what_to_install():
         lambda: dispatch.from_host(pd.DataFrame({"a": [1]})),
         lambda: dispatch.build_cudf_list_column(np.array([1, 2]), np.array([0, 2])),
     ):
-        with pytest.raises(ImportError, match=r"pip install 'tabflow\[gpu\]'"):
+        with pytest.raises(ImportError, match=r'pip install "tabflow-etl\[gpu-cu12\]"'):
             call()
 
 

@@ -88,7 +88,7 @@ def test_local_cuda_cluster_matches_the_local_gpu_run(data_dir, tmp_path):
     from tabflow.backends import gpu_available
 
     if not gpu_available():
-        pytest.skip("cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install 'tabflow[gpu]')")
+        pytest.skip('cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install "tabflow-etl[gpu-cu12]" or "tabflow-etl[gpu-cu13]")')
     dask_cuda = pytest.importorskip("dask_cuda")
 
     def run(out, client=None):

@@ -18,7 +18,7 @@ from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS, write_crit
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not gpu_available(), reason="cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install 'tabflow[gpu]')"),
+    pytest.mark.skipif(not gpu_available(), reason='cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install "tabflow-etl[gpu-cu12]" or "tabflow-etl[gpu-cu13]")'),
 ]
 
 ROWS = 120_000

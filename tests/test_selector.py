@@ -51,7 +51,8 @@ def test_selector_names_and_groups():
     assert sel.grouped_names == ["a", ("b", "c")]
     assert (sel + ["d"]).names == ["a", "d", "b", "c"]
     assert (sel - ["b"]).grouped_names == ["a"]
-    assert ColumnGroup is ColumnSelector
+    with pytest.warns(DeprecationWarning, match="ColumnSelector"):  # NVTabular 23.08's deprecated name
+        assert ColumnGroup(["a", ["b", "c"]]) == ColumnSelector(["a", ["b", "c"]])
     assert ColumnSelector.from_dict(sel.to_dict()) == sel
     with pytest.raises(TypeError, match="strings"):
         ColumnSelector([1])

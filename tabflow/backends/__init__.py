@@ -22,6 +22,7 @@ import importlib.util
 from functools import lru_cache
 from typing import Any
 
+from tabflow._install import pip_install
 from tabflow.backends.protocol import SAMPLE_VARIANTS, Backend
 
 __all__ = [
@@ -58,8 +59,8 @@ def get_backend(engine: str) -> Backend:
     if engine == "cudf" and importlib.util.find_spec("cudf") is None:
         # The backend module imports cuDF lazily, so check here that it exists at all.
         raise ImportError(
-            "the GPU engine needs RAPIDS cuDF, dask-cudf and CuPy: pip install 'tabflow[gpu]' "
-            "(or pass cpu=True to use pandas)"
+            f"the GPU engine needs RAPIDS cuDF, dask-cudf and CuPy: {pip_install('gpu-cu12')} for CUDA 12 "
+            f"or {pip_install('gpu-cu13')} for CUDA 13 (or pass cpu=True to use pandas)"
         )
     module = importlib.import_module(_ENGINE_MODULES[engine])
     return module.BACKEND

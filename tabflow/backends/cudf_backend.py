@@ -47,6 +47,7 @@ class CudfBackend:
     """Backend for cuDF DataFrames held in GPU memory."""
 
     name = "cudf"
+    parses_csv = True  # cuDF parses text on the GPU (dask_cudf.read_csv)
 
     @property
     def xp(self) -> Any:
@@ -187,6 +188,10 @@ class CudfBackend:
             return obj.to_pandas()
         return obj
 
+    def writable(self, frame: Any) -> Any:
+        """``frame`` itself: cuDF columns live in device memory that is always writable."""
+        return frame
+
     def from_host(self, obj: Any) -> Any:
         """A pandas/numpy object as cuDF/CuPy (Arrow carries list and string columns)."""
         import pandas as pd
@@ -309,6 +314,12 @@ class CudfBackend:
         if self.is_list_dtype(series.dtype):
             series = self.list_values_series(series)
         return series.value_counts(dropna=True, sort=False)
+
+    def sum_counts(self, frames: Sequence[Any], count_column: str) -> Any:
+        """One row per distinct key of count tables, ``count_column`` summed (null keys kept)."""
+        combined = self.concat_rows(frames)
+        keys = [c for c in combined.columns if c != count_column]
+        return combined.groupby(keys, dropna=False, sort=False)[count_column].sum().reset_index()
 
     def lookup_table(self, keys: Any) -> Any:
         """The unique keys as a frame with their positions (joined against in :meth:`lookup`)."""

@@ -59,6 +59,7 @@ __all__ = [
     "ExtData",
     "ParquetFrameWriter",
     "get_lib",
+    "reinitialize",
     "annotate",
     "is_dataframe_object",
     "is_series_object",
@@ -273,6 +274,22 @@ def get_lib() -> Any:
     True
     """
     return _engine_module(get_backend(default_engine()))
+
+
+def reinitialize(managed_memory: bool = False) -> None:
+    """Reset RMM's GPU memory pool (``managed_memory``: CUDA unified memory), as merlin's;
+    nothing to reset where RMM is not installed (the pandas engine).
+
+    Examples
+    --------
+    >>> from tabflow.dispatch import reinitialize
+    >>> reinitialize()  # no RMM here: nothing to do
+    """
+    try:
+        import rmm
+    except ImportError:
+        return
+    rmm.reinitialize(managed_memory=managed_memory)
 
 
 def is_dataframe_object(x: Any) -> bool:

@@ -37,11 +37,46 @@ def _pandas_string_dtype():
     return pd.StringDtype("pyarrow")
 
 
+class StringLookup:
+    """Vocabulary lookup table of string keys: a :class:`~tabflow.backends._string_table.StringTable`
+    over the keys' Arrow buffers, and the keys as a :class:`pandas.Index` for keys that are not
+    strings (which equal none of them).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends import get_backend
+    >>> pandas = get_backend("pandas")
+    >>> table = pandas.lookup_table(pd.Series(["red", "green"], dtype="string[pyarrow]"))
+    >>> pandas.lookup(table, pd.Series(["green", None, "blue", "red"], dtype="str")).tolist()
+    [1, -1, -1, 0]
+    """
+
+    def __init__(self, keys: pd.Series, buffers: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        from tabflow.backends._string_table import StringTable
+
+        self.keys = keys
+        self._table = StringTable(*buffers)
+
+    def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """int64 position of each string of Arrow-style buffers, -1 where absent or null."""
+        return self._table.positions(data, offsets, valid)
+
+    @property
+    def index(self) -> pd.Index:
+        """The keys as a pandas Index (for lookups of keys that are not strings)."""
+        return pd.Index(self.keys)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
 class PandasBackend:
     """Backend for pandas DataFrames held in host memory."""
 
     name = "pandas"
     xp = np
+    parses_csv = False  # text is parsed by pyarrow, several times faster than pandas.read_csv
 
     # ------------------------------------------------------------------ types
     @staticmethod
@@ -201,6 +236,33 @@ class PandasBackend:
         """A pandas/numpy object as this engine's type (identity here)."""
         return obj
 
+    def writable(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with its NumPy columns on writable memory: those viewing read-only
+        memory (Arrow buffers that :meth:`from_arrow` keeps without a copy) are copied, the
+        others are kept. Copy-on-write pandas still hands out ``frame[c].to_numpy()`` as a
+        read-only view, by design; ``frame.loc``/``iloc``/``at`` assignments work.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> from tabflow.backends import get_backend
+        >>> pandas = get_backend("pandas")
+        >>> frame = pandas.writable(pandas.from_arrow(pa.table({"x": [1.0, 2.0]})))
+        >>> frame.loc[0, "x"] = 5.0
+        >>> frame["x"].tolist()
+        [5.0, 2.0]
+        """
+        read_only = [
+            position for position, (_, column) in enumerate(frame.items())
+            if isinstance(column.dtype, np.dtype) and not np.asarray(column.array).flags.writeable
+        ]
+        if not read_only:
+            return frame
+        frame = frame.copy(deep=False)
+        for position in read_only:
+            frame.isetitem(position, frame.iloc[:, position].to_numpy(copy=True))
+        return frame
+
     def with_list_columns(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with object columns that hold lists (or arrays) as Arrow list columns.
 
@@ -347,16 +409,72 @@ class PandasBackend:
 
     # ---------------------------------------------------------- statistics helpers
     def value_counts(self, series: pd.Series) -> pd.Series:
-        """Counts of each non-null value (list columns: of each element)."""
+        """Counts of each non-null value (list columns: of each element).
+
+        Strings come in ascending (byte) order: such count tables merge as sorted runs
+        (:meth:`sum_counts`), and a vocabulary built from them needs no string sort.
+        """
         if self.is_list_dtype(series.dtype):
             series = self.list_values_series(series)
-        return series.value_counts(dropna=True, sort=False)
+        counts = series.value_counts(dropna=True, sort=False)
+        if self.is_string_dtype(counts.index.dtype) and len(counts) > 1:
+            import pyarrow.compute as pc
 
-    def lookup_table(self, keys: pd.Series | pd.DataFrame) -> pd.Index:
-        """A reusable hash table over unique keys (a frame: one multi-column key per row)."""
-        if isinstance(keys, pd.DataFrame):
-            return pd.MultiIndex.from_frame(keys)
-        return pd.Index(keys)
+            values = pa.array(counts.index.array) if counts.index.dtype != object else pa.array(counts.index, from_pandas=True)
+            counts = counts.iloc[pc.array_sort_indices(values).to_numpy()]
+        return counts
+
+    def sum_counts(self, frames: Sequence[pd.DataFrame], count_column: str) -> pd.DataFrame:
+        """One row per distinct key of count tables, ``count_column`` summed (null keys kept).
+
+        Tables of one string key column whose values ascend (as :meth:`value_counts` gives
+        them) merge as sorted runs, without hashing a string again, into an ascending table;
+        any other tables are concatenated and grouped.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> pandas = get_backend("pandas")
+        >>> parts = [pd.DataFrame({"value": pd.Series(v, dtype="str"), "n": c}) for v, c in [(["a", "c"], [1, 2]), (["b", "c"], [5, 1])]]
+        >>> merged = pandas.sum_counts(parts, "n")
+        >>> merged["value"].tolist(), merged["n"].tolist()
+        (['a', 'b', 'c'], [1, 5, 3])
+        """
+        from tabflow.backends._string_table import is_sorted_unique, merge_sorted_counts
+
+        keys = [c for c in frames[0].columns if c != count_column]
+        if len(keys) == 1 and all(self.is_string_dtype(f[keys[0]].dtype) and f[keys[0]].dtype == frames[0][keys[0]].dtype for f in frames):
+            runs = []
+            for frame in frames:
+                data, offsets, valid = self._string_buffers(frame[keys[0]])
+                if not valid.all() or not is_sorted_unique(data, offsets):
+                    break
+                runs.append((data, offsets, frame[count_column].to_numpy(dtype=np.int64)))
+            else:
+                data, offsets, counts = merge_sorted_counts(runs)
+                values = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data))
+                return pd.DataFrame({
+                    keys[0]: pd.Series(pd.array(values, dtype=frames[0][keys[0]].dtype)),
+                    count_column: counts,
+                })
+        combined = self.concat_rows(list(frames))
+        return combined.groupby(keys, dropna=False, sort=False)[count_column].sum().reset_index()
+
+    def lookup_table(self, keys: pd.Series | pd.DataFrame) -> Any:
+        """A reusable hash table over unique keys (a frame: one multi-column key per row).
+
+        Strings get a :class:`StringLookup`, which finds keys in their Arrow buffers; other
+        keys a :class:`pandas.Index` (its engine is a hash table of the values).
+        """
+        if self.is_series(keys) and self.is_string_dtype(keys.dtype):
+            return StringLookup(keys, self._string_buffers(keys))
+        table = pd.MultiIndex.from_frame(keys) if isinstance(keys, pd.DataFrame) else pd.Index(keys)
+        # pandas fills an index's hash table on its first lookup, and that is not thread-safe:
+        # partitions transformed in parallel threads saw a unique index as non-unique. Fill it
+        # now, before the table is shared.
+        table.get_indexer(table[:1])
+        return table
 
     def lookup(self, table: pd.Index, keys: pd.Series | pd.DataFrame) -> np.ndarray:
         """int64 position of each key in a :meth:`lookup_table`, -1 where absent.
@@ -365,18 +483,13 @@ class PandasBackend:
         """
         if isinstance(keys, pd.DataFrame):
             keys = pd.MultiIndex.from_frame(keys)
-        elif _is_arrow_string(keys.dtype) and len(keys) > _DIRECT_LOOKUP_ROWS:
-            # Looking up arrow strings directly turns every row into a Python object first.
-            # Dictionary-encoding in arrow hashes each row once in C++; only the distinct
-            # values (usually far fewer) then go through the Python-object lookup.
-            import pyarrow.compute as pc
-
-            encoded = pc.dictionary_encode(_single_chunk(pa.array(keys.array)))
-            distinct = pd.array(encoded.dictionary, dtype=keys.dtype)
-            # The last slot answers for null rows (code -1), exactly as a direct lookup would.
-            distinct = pd.Index(pd.concat([pd.Series(distinct), pd.Series([None], dtype=keys.dtype)]))
-            found = np.asarray(table.get_indexer(distinct), dtype=np.int64)
-            return found[encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)]
+        elif isinstance(table, StringLookup):
+            if self.is_string_dtype(keys.dtype) or keys.dtype == object:
+                try:
+                    return table.positions(*self._string_buffers(keys))
+                except TypeError:  # not all strings: equal to none of the vocabulary's
+                    pass
+            table = table.index
         return np.asarray(table.get_indexer(keys), dtype=np.int64)
 
     def null_mask(self, obj: pd.Series | pd.DataFrame) -> np.ndarray:
@@ -506,26 +619,7 @@ class PandasBackend:
         return pd.Series(pd.arrays.IntegerArray(values, ~present), index=series.index, name=series.name)
 
     def _string_buffers(self, series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """UTF-8 bytes, int64 offsets (n + 1) and validity of a string column, without copying
-        the bytes when the column is already Arrow-backed."""
-        try:
-            array = pa.array(series, from_pandas=True) if series.dtype == object else pa.array(series.array)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            raise TypeError(f"column {series.name!r} holds values that are not strings") from None
-        if isinstance(array, pa.ChunkedArray):
-            array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
-        if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type) or pa.types.is_null(array.type)):
-            raise TypeError(f"column {series.name!r} holds {array.type} values, not strings")
-        if not pa.types.is_large_string(array.type):
-            # One offset width (int64) for the kernels; the bytes themselves are not copied.
-            array = array.cast(pa.large_string())
-        buffers = array.buffers()
-        offsets = np.frombuffer(buffers[1], dtype=np.int64)[array.offset : array.offset + len(array) + 1]
-        data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
-        valid = ~np.asarray(array.is_null(), dtype=bool) if array.null_count else np.ones(len(array), dtype=bool)
-        if len(offsets) == 0:
-            offsets = np.zeros(1, dtype=np.int64)
-        return data, offsets, valid
+        return string_buffers(series)
 
     # --------------------------------------------------------------------- I/O
     def read_parquet_part(
@@ -560,9 +654,16 @@ class PandasBackend:
         if wanted is None:
             wanted = dtype_names.arrow_canonical_dtype(arrow_type, column.null_count > 0)
         target = self.engine_dtype(wanted)
+        if isinstance(target, pd.StringDtype) and (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)):
+            # Arrow strings become the Arrow-backed string dtype without a copy (through
+            # pandas' default ``str`` dtype and ``astype`` they were copied and re-checked).
+            return pd.Series(column.to_pandas(types_mapper={arrow_type: target}.get), name=name, copy=False)
         column = _cast_numbers_exactly(column, wanted, name)
         arrow_type = column.type
         if isinstance(target, pd.api.extensions.ExtensionDtype) and not isinstance(target, pd.StringDtype):
+            masked = _masked_integers(column, target)
+            if masked is not None:
+                return pd.Series(masked, name=name, copy=False)
             return pd.Series(pd.array(column.to_pandas(types_mapper={arrow_type: target}.get)), name=name, dtype=target)
         series = column.to_pandas()
         if series.dtype != target:
@@ -603,6 +704,40 @@ class PandasBackend:
 _SAMPLE_STRINGS = (["a", "b"], ["1", "2"], ["2020-01-01 00:00:00", "2020-01-02 12:30:00"])
 
 
+def string_buffers(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """UTF-8 bytes, int64 offsets (n + 1) and validity of a string column, without copying
+    the bytes when the column is already Arrow-backed.
+
+    Raises TypeError naming the column when it holds values that are not strings.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends.pandas_backend import string_buffers
+    >>> data, offsets, valid = string_buffers(pd.Series(["ab", None, "c"], dtype="str"))
+    >>> bytes(data[: offsets[-1]]), offsets.tolist(), valid.tolist()
+    (b'abc', [0, 2, 2, 3], [True, False, True])
+    """
+    try:
+        array = pa.array(series, from_pandas=True) if series.dtype == object else pa.array(series.array)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise TypeError(f"column {series.name!r} holds values that are not strings") from None
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type) or pa.types.is_null(array.type)):
+        raise TypeError(f"column {series.name!r} holds {array.type} values, not strings")
+    if not pa.types.is_large_string(array.type):
+        # One offset width (int64) for the kernels; the bytes themselves are not copied.
+        array = array.cast(pa.large_string())
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[array.offset : array.offset + len(array) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    valid = ~np.asarray(array.is_null(), dtype=bool) if array.null_count else np.ones(len(array), dtype=bool)
+    if len(offsets) == 0:
+        offsets = np.zeros(1, dtype=np.int64)
+    return data, offsets, valid
+
+
 def _sample_values(canonical: str, variant: int = 0) -> list:
     if dtype_names.is_list(canonical):
         return [[value] for value in _sample_values(dtype_names.element_dtype(canonical), variant)]
@@ -625,10 +760,6 @@ def _numpy_kind(dtype: Any) -> str:
     except TypeError:
         return ""
 
-
-# Up to this many keys a direct hash-table lookup beats dictionary-encoding first (whose fixed
-# cost dominates request-sized frames when serving).
-_DIRECT_LOOKUP_ROWS = 256
 
 # Rows per block when interleaving columns into a row-major matrix: a block stays in cache
 # while it is copied in and transposed out, instead of every column sweeping the whole output
@@ -663,19 +794,51 @@ def _stack_columns(columns: Sequence[np.ndarray], out: np.ndarray) -> np.ndarray
 
 
 def _plain_numeric(column: pa.ChunkedArray, wanted: str | None) -> np.ndarray | None:
-    """The column as a zero-copy NumPy array when nothing needs converting, else None.
+    """The column as a NumPy array when nothing needs converting, else None.
 
-    That is a single-chunk, null-free integer or float column whose planned dtype is its own.
+    That is a null-free integer or float column whose planned dtype is its own: zero-copy
+    for a single chunk, else joined once in Arrow's memory pool (:func:`_pooled_values`).
     """
     arrow_type = column.type
-    if column.num_chunks != 1 or column.null_count or not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
+    if column.null_count or not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
         return None
     if pa.types.is_float16(arrow_type):
         return None
     numpy_dtype = np.dtype(arrow_type.to_pandas_dtype())
     if wanted is not None and wanted != numpy_dtype.name:
         return None
-    return column.chunk(0).to_numpy(zero_copy_only=True)
+    if column.num_chunks == 1:
+        return column.chunk(0).to_numpy(zero_copy_only=True)
+    return _pooled_values(column, numpy_dtype)
+
+
+def _pooled_values(column: pa.ChunkedArray, numpy_dtype: np.dtype) -> np.ndarray:
+    """The values of a fixed-width column, copied once into one writable NumPy array that
+    lives in Arrow's memory pool (values under nulls are whatever Arrow holds there).
+
+    The pool reuses the memory of the tables it freed; a large NumPy allocation takes fresh
+    pages from the system, each a page fault, which cost more than the copy itself when
+    partitions are converted one after the other.
+    """
+    chunks = [chunk for chunk in column.chunks if len(chunk)]
+    if not chunks:
+        return np.zeros(0, numpy_dtype)
+    joined = pa.concat_arrays(chunks)
+    return np.frombuffer(joined.buffers()[1], numpy_dtype, count=len(joined), offset=joined.offset * numpy_dtype.itemsize)
+
+
+def _masked_integers(column: pa.ChunkedArray, target: Any) -> pd.api.extensions.ExtensionArray | None:
+    """An Arrow integer column as pandas' masked integer array of the same width, copying
+    the values once (through ``to_pandas`` and ``pd.array`` they are copied three times), or
+    None for any other column or target."""
+    if getattr(target, "kind", None) not in ("i", "u") or not (pa.types.is_integer(column.type)):
+        return None
+    numpy_dtype = np.dtype(target.numpy_dtype)
+    if pa.from_numpy_dtype(numpy_dtype) != column.type:
+        return None
+    values = _pooled_values(column, numpy_dtype)
+    mask = column.is_null().to_numpy(zero_copy_only=False) if column.null_count else np.zeros(len(values), dtype=bool)
+    return pd.arrays.IntegerArray(values, mask)
 
 
 def _parse_numbers(series: pd.Series, canonical: str) -> pd.Series:
@@ -773,20 +936,6 @@ def _raise_on_nulls(series: pd.Series) -> None:
             f"column {series.name!r} has {nulls} null value(s) in this partition; "
             "fill or encode them (e.g. with Categorify or FillMissing) before loading"
         )
-
-
-def _is_arrow_string(dtype: Any) -> bool:
-    if isinstance(dtype, pd.StringDtype):
-        return dtype.storage == "pyarrow"
-    return isinstance(dtype, pd.ArrowDtype) and (
-        pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype)
-    )
-
-
-def _single_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(array, pa.ChunkedArray):
-        return array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
-    return array
 
 
 def _combined_arrow(series: pd.Series) -> pa.Array:

@@ -49,6 +49,10 @@ class Backend(Protocol):
     name: str
     #: Array module of the engine's arrays: ``numpy`` or ``cupy``.
     xp: Any
+    #: Whether the engine parses delimited text itself (:meth:`read_csv_ddf`): cuDF does, on
+    #: the GPU. Otherwise the text readers parse with pyarrow's multithreaded CSV reader and
+    #: convert with :meth:`from_arrow` (pandas' own parser is several times slower).
+    parses_csv: bool
 
     # ------------------------------------------------------------------ types
     @staticmethod
@@ -115,6 +119,10 @@ class Backend(Protocol):
     def from_host(self, obj: Any) -> Any:
         """A pandas/NumPy object as this engine's type."""
 
+    def writable(self, frame: Frame) -> Frame:
+        """``frame`` with columns that view read-only memory (Arrow buffers) copied, so that
+        in-place edits (``frame.loc[i, c] = v``) work; a frame handed to users goes through it."""
+
     def with_list_columns(self, frame: Frame) -> Frame:
         """``frame`` with columns of Python lists as list columns."""
 
@@ -154,6 +162,9 @@ class Backend(Protocol):
     # ---------------------------------------------------------- statistics helpers
     def value_counts(self, series: Series) -> Series:
         """Counts of each non-null value (of each element for list columns)."""
+
+    def sum_counts(self, frames: Sequence[Frame], count_column: str) -> Frame:
+        """One row per distinct key of count tables, ``count_column`` summed (null keys kept)."""
 
     def lookup_table(self, keys: Any) -> Any:
         """A reusable lookup structure over unique keys (a series, or a frame of key columns)."""

@@ -431,7 +431,8 @@ def _table_to_pandas(table: pa.Table) -> pd.DataFrame:
 
     backend = get_backend("pandas")
     dtypes = {"label": "int64", **{c: "Int64" for c in CONTINUOUS_COLUMNS}, **{c: "string" for c in CATEGORICAL_COLUMNS}}
-    return backend.from_arrow(table, dtypes)
+    # Writable: from_arrow keeps numeric columns as read-only views of the Arrow buffers.
+    return backend.writable(backend.from_arrow(table, dtypes))
 
 
 def _check_args(num_rows: int, seed: int, scale: float) -> None:

@@ -3,6 +3,8 @@ pure schema pass and the executor.
 
 - :mod:`~tabflow.graph.selector`: :class:`ColumnSelector`, names, groups and tags of columns;
 - :mod:`~tabflow.graph.node`: :class:`Node` (NVTabular's ``WorkflowNode``) and :func:`as_node`;
+- :mod:`~tabflow.graph.operator`: :class:`Operator` and :class:`StatOperator`, the base
+  classes of ops, whose schema hooks the graph calls (merlin's ``merlin.dag.Operator``);
 - :mod:`~tabflow.graph.steps`: select, apply an op, concatenate, drop;
 - :mod:`~tabflow.graph.schemas`: every node's schema from the data's, as a pure function;
 - :mod:`~tabflow.graph.executor`: one function per partition, for dask and in-memory frames;
@@ -26,6 +28,7 @@ from tabflow.graph.graph import (
     preorder_iter_nodes,
 )
 from tabflow.graph.node import Node, Subgraph, as_node, register_function_op
+from tabflow.graph.operator import BaseOperator, DataFormats, Operator, Supports
 from tabflow.graph.selector import ColumnGroup, ColumnSelector
 from tabflow.graph.steps import Apply, Concat, Drop, Nested, NodeSchema, Select, Step
 
@@ -34,6 +37,10 @@ __all__ = [
     "ColumnGroup",
     "Node",
     "Subgraph",
+    "Operator",
+    "BaseOperator",
+    "DataFormats",
+    "Supports",
     "Graph",
     "iter_nodes",
     "postorder_iter_nodes",

@@ -20,8 +20,12 @@ from tabflow.backends import SAMPLE_VARIANTS, backend_for, get_backend
 from tabflow.exceptions import UntrustedCodeError
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import Schema
+from tabflow.schema.dtypes import is_unknown
 
-__all__ = ["DuplicateColumnWarning", "union", "combine_selectors", "concat_unique", "observed_dtypes", "cast_to_schema"]
+__all__ = [
+    "DuplicateColumnWarning", "union", "combine_selectors", "concat_unique", "input_frame", "observed_dtypes",
+    "declares_dtypes", "cast_to_schema",
+]
 
 
 class DuplicateColumnWarning(UserWarning):
@@ -93,7 +97,7 @@ def observed_dtypes(op: Any, selector: ColumnSelector, input_schema: Schema, dec
     only sampled once fitted. String columns are tried as letters, then digits, then
     date-times; when no sample can be transformed the declared schema stands.
     """
-    if not getattr(op, "runs_user_code", False) or getattr(op, "infers_own_dtypes", False) or op.output_dtype is not None:
+    if not getattr(op, "runs_user_code", False) or getattr(op, "infers_own_dtypes", False) or declares_dtypes(op):
         return declared
     if not getattr(op, "fitted", True):
         return declared
@@ -119,6 +123,25 @@ def observed_dtypes(op: Any, selector: ColumnSelector, input_schema: Schema, dec
     return Schema(columns)
 
 
+#: The schema hooks through which an op states its output dtypes.
+_DTYPE_HOOKS = ("compute_output_schema", "compute_column_schema", "_compute_dtype")
+
+
+def declares_dtypes(op: Any) -> bool:
+    """Whether an op states its output dtypes: an ``output_dtype``, or a schema hook of its
+    own (``compute_output_schema``, ``compute_column_schema``, ``_compute_dtype`` defined
+    outside tabflow), unless ``dynamic_dtypes`` says they are only known from the data.
+
+    A user op that states them gets them (its output is cast to them), as in merlin, where
+    declared dtypes won; one that states none has them observed on a sample.
+    """
+    if getattr(op, "dynamic_dtypes", False):
+        return False
+    if op.output_dtype is not None:
+        return True
+    return any(not getattr(type(op), hook).__module__.startswith("tabflow.") for hook in _DTYPE_HOOKS if hasattr(type(op), hook))
+
+
 def cast_to_schema(frame: Any, schema: Schema) -> Any:
     """``frame`` with each scalar column cast to its dtype in ``schema`` where it differs."""
     backend = backend_for(frame)
@@ -127,6 +150,7 @@ def cast_to_schema(frame: Any, schema: Schema) -> Any:
         for column in schema
         if column.name in frame.columns
         and not column.is_list
+        and not is_unknown(column.dtype)
         and backend.canonical_dtype(frame[column.name].dtype) != str(column.dtype)
     }
     return frame.assign(**changed) if changed else frame
@@ -149,6 +173,15 @@ def concat_unique(frames: Sequence[Any], names: Sequence[str]) -> Any:
     _check_same_rows(picked)
     out = backend.concat_columns(picked)
     return out if list(out.columns) == names else out[names]
+
+
+def input_frame(frames: Sequence[Any], names: Sequence[str], source: Any) -> Any:
+    """What an op receives: columns ``names`` from its parents' and dependencies' ``frames``
+    (each from the first that has it), and from ``source``, the data, those none of them
+    brings (an op's ``compute_input_schema`` may ask for such columns, as in merlin)."""
+    brought = {name for frame in frames for name in frame.columns}
+    extra = [name for name in names if name not in brought]
+    return concat_unique([*frames, source[extra]] if extra else list(frames), names)
 
 
 def _check_same_rows(frames: Sequence[Any]) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import dask
 
 from tabflow.backends import backend_for
-from tabflow.graph.columns import concat_unique
+from tabflow.graph.columns import input_frame
 from tabflow.schema import Schema
 
 __all__ = ["GraphRunner", "map_graph", "map_node_inputs", "fit_partials", "evaluate"]
@@ -92,7 +92,7 @@ def evaluate(node: Any, frame: Any, cache: dict[int, Any]) -> Any:
 def _node_input(node: Any, frame: Any, cache: dict[int, Any]) -> Any:
     parts = [evaluate(p, frame, cache) for p in node.parents]
     parts += [evaluate(d, frame, cache) for d in node.dependencies]
-    return concat_unique(parts, node.input_schema.column_names)
+    return input_frame(parts, node.input_schema.column_names, frame)
 
 
 def _delayed(runner: GraphRunner, purpose: str) -> Any:

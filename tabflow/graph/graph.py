@@ -21,7 +21,12 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from tabflow.graph.node import Node, as_node
-from tabflow.graph.schemas import assign_schemas, compute_schemas, remove_inputs
+from tabflow.graph.schemas import (
+    assign_schemas,
+    compute_schemas,
+    data_columns,
+    remove_inputs,
+)
 from tabflow.graph.steps import Nested
 from tabflow.schema import Schema
 
@@ -61,12 +66,15 @@ class Graph:
 
     @property
     def input_schema(self) -> Schema | None:
-        """The columns the graph reads (its leaves' selections), None until resolved."""
+        """The columns the graph reads from the data (its leaves' selections, and columns
+        an op's ``compute_input_schema`` takes from the data), None until resolved."""
         if not self.is_resolved:
             return None
+        read = data_columns(self.nodes)
         schema = Schema()
-        for leaf in self.leaf_nodes:
-            schema = schema + leaf.output_schema.without(schema.column_names)
+        for node in self.nodes:
+            columns = node.input_schema if node.op is not None else node.output_schema
+            schema = schema + Schema([c for c in columns if c.name in read and c.name not in schema])
         return schema
 
     @property
@@ -85,6 +93,35 @@ class Graph:
         """``{column: dtype}`` the graph produces (empty until resolved)."""
         schema = self.output_schema
         return schema.dtypes if schema is not None else {}
+
+    @property
+    def column_mapping(self) -> dict[str, list[str]]:
+        """``{output column: [input columns of the data it is computed from]}``, through
+        every op of the graph (needs resolved schemas).
+
+        Examples
+        --------
+        >>> from tabflow.graph import Graph
+        >>> from tabflow import ops
+        >>> from tabflow.schema import Schema
+        >>> g = Graph(["a", "b"] >> ops.Rename(postfix="_r") >> ops.Rename(postfix="_s"))
+        >>> g.construct_schema(Schema(["a", "b"])).column_mapping
+        {'a_r_s': ['a'], 'b_r_s': ['b']}
+        """
+        if not self.is_resolved:
+            raise ValueError("column_mapping needs resolved schemas: call construct_schema (or fit the workflow) first")
+        sources: dict[int, dict[str, list[str]]] = {}
+        for node in self.nodes:
+            upstream = [sources[n.id] for n in [*node.parents, *node.dependencies]]
+            if not upstream:
+                sources[node.id] = {name: [name] for name in node.output_schema.column_names}
+                continue
+            mapping = node.column_mapping if node.op is not None else {n: [n] for n in node.output_schema.column_names}
+            sources[node.id] = {
+                name: list(dict.fromkeys(root for column in mapping.get(name, [name]) for root in _origin(column, upstream)))
+                for name in node.output_schema.column_names
+            }
+        return sources[self.output_node.id]
 
     def construct_schema(self, root_schema: Schema) -> "Graph":
         """Resolve every node's schemas from the data's schema ``root_schema``."""
@@ -130,6 +167,11 @@ class Graph:
 
     def __repr__(self) -> str:
         return f"Graph(output={self.output_node!r}, nodes={len(self.nodes)})"
+
+
+def _origin(column: str, upstream: list[dict[str, list[str]]]) -> list[str]:
+    """The data columns of ``column`` as the first upstream node that has it traces them."""
+    return next((traced[column] for traced in upstream if column in traced), [column])
 
 
 def iter_nodes(nodes: Iterable[Node], flatten_subgraphs: bool = True) -> Iterator[Node]:

@@ -75,6 +75,10 @@ class Node:
         self.parents = list(parents)
         self.dependencies = list(dependencies)
         self.id = next(_node_ids)
+        #: The nodes that read this one's columns (as parent or dependency), as in merlin.
+        self.children: list[Node] = []
+        for upstream in [*self.parents, *self.dependencies]:
+            upstream.children.append(self)
         # Resolved by the workflow when it sees an input schema (tabflow.graph.schemas).
         self.input_schema: Schema | None = None
         self.output_schema: Schema | None = None
@@ -90,8 +94,20 @@ class Node:
 
     @property
     def selector(self) -> ColumnSelector | None:
-        """The columns a selection node reads, None for other nodes."""
+        """The columns a selection node reads, None for other nodes.
+
+        Settable on a selection node (a name, a list or a selector), as in merlin.
+        """
         return self.step.selector
+
+    @selector.setter
+    def selector(self, value: Any) -> None:
+        if not isinstance(self.step, Select):
+            raise TypeError(
+                f"only a node that selects input columns has a settable selector; {self!r} applies "
+                f"{self.label!r}: select the columns before it instead (columns >> op)"
+            )
+        self.step = Select(value if isinstance(value, ColumnSelector) else ColumnSelector(_names(value)))
 
     @property
     def dropped(self) -> ColumnSelector | None:
@@ -116,8 +132,7 @@ class Node:
         declared = op.dependencies
         if callable(declared):  # NVTabular-era custom ops define ``def dependencies(self)`` as a method
             declared = declared()
-        dependencies = [as_node(dep) for dep in declared] if declared else []
-        return Node(op=op, parents=[self], dependencies=dependencies)
+        return Node(op=op, parents=[self], dependencies=_dependency_nodes(declared))
 
     def __add__(self, other: Any) -> "Node":
         return Node(parents=[self, _operand(other)])
@@ -189,11 +204,49 @@ class Node:
 
     def add_parent(self, parent: Any) -> None:
         """Read ``parent``'s columns too (a node, selector or names)."""
-        self.parents.append(as_node(parent))
+        parent = as_node(parent)
+        self.parents.append(parent)
+        parent.children.append(self)
 
     def add_dependency(self, dependency: Any) -> None:
         """Depend on ``dependency``'s columns too (a node, selector or names)."""
-        self.dependencies.append(as_node(dependency))
+        dependency = as_node(dependency)
+        self.dependencies.append(dependency)
+        dependency.children.append(self)
+
+    def add_child(self, child: Any) -> None:
+        """Make ``child`` (a node, selector or names) read this node's columns as a parent."""
+        child = as_node(child)
+        child.parents.append(self)
+        self.children.append(child)
+
+    def remove_child(self, child: Any) -> None:
+        """Stop ``child`` from reading this node's columns as a parent."""
+        if child in self.children:
+            self.children.remove(child)
+        if isinstance(child, Node) and self in child.parents:
+            child.parents.remove(self)
+
+    def validate_schemas(self, root_schema: Schema, strict_dtypes: bool = False) -> None:
+        """Check the resolved input columns against what the data and the upstream nodes
+        provide (a missing column, or with ``strict_dtypes`` a dtype that differs, is a
+        ValueError), then let the op check its schemas (``op.validate_schemas``)."""
+        if self.input_schema is None or self.output_schema is None:
+            raise ValueError("validate_schemas needs resolved schemas: call compute_schemas (or fit the workflow) first")
+        upstream = [n.output_schema for n in [*self.parents, *self.dependencies] if n.output_schema is not None]
+        for column in self.input_schema:
+            source = next((s[column.name] for s in upstream if column.name in s), root_schema.get(column.name))
+            if source is None:
+                raise ValueError(f"Missing column {column.name!r} at the input to {self.label!r}")
+            if strict_dtypes and source.dtype != column.dtype:
+                raise ValueError(
+                    f"Mismatched dtypes for column {column.name!r} provided to {self.label!r}: upstream nodes "
+                    f"provide {source.dtype!r}, the node expects {column.dtype!r}"
+                )
+        if self.op is not None:
+            parents_schema = Schema([c for n in self.parents for c in n.output_schema])
+            deps_schema = Schema([c for n in self.dependencies for c in n.output_schema])
+            self.op.validate_schemas(parents_schema, deps_schema, self.input_schema, self.output_schema, strict_dtypes)
 
     def compute_schemas(self, root_schema: Schema) -> None:
         """Resolve the schemas of this node and its ancestors from the data's schema."""
@@ -223,9 +276,12 @@ class Node:
 
     @property
     def graph(self) -> Any:
-        """A picture of the graph ending at this node (shown inline by Jupyter), as in NVTabular.
+        """A picture of the graph ending at this node, shown inline by Jupyter, as in NVTabular.
 
-        See :class:`tabflow.viz.GraphPicture`.
+        A Graphviz SVG when the ``graphviz`` package and ``dot`` program are installed, else
+        a matplotlib drawing, else a text description. NVTabular returned the
+        ``graphviz.Digraph`` itself: ``node.graph.to_graphviz()`` gives it. See
+        :class:`tabflow.viz.GraphPicture`.
         """
         from tabflow.graph.picture import GraphPicture
 
@@ -300,6 +356,15 @@ def _step_for(selector: Any, op: Any, parents: Sequence[Node], dropped: Any) -> 
     if selector is None:
         raise TypeError("a Node needs input columns, an op, parents or columns to drop")
     return Select(selector if isinstance(selector, ColumnSelector) else ColumnSelector(selector))
+
+
+def _dependency_nodes(declared: Any) -> list[Node]:
+    """One node per dependency an op declares, as merlin reads ``op.dependencies``: a list
+    (each item a name, a list of names, a selector or a node), or a single one of these."""
+    if declared is None or (isinstance(declared, (list, tuple)) and not declared):
+        return []
+    items = declared if isinstance(declared, (list, tuple)) else [declared]
+    return [as_node(item) for item in items]
 
 
 def _is_op(obj: Any) -> bool:

@@ -1,6 +1,10 @@
-"""Pictures of graphs of nodes, drawn with matplotlib (imported only when drawing).
+"""Pictures of graphs of nodes: Graphviz SVG, a matplotlib drawing, or a text description.
 
-``node.graph`` and :func:`tabflow.viz.plot_workflow` (the public module) use these.
+``node.graph`` returns a :class:`GraphPicture`, which Jupyter shows inline as an SVG laid out
+by Graphviz's ``dot`` (edges routed around the boxes, so workflows of dozens of columns stay
+readable) when the ``graphviz`` package and the ``dot`` program are installed, else as a
+matplotlib drawing (:func:`plot_workflow`), else as a text description; showing it never
+raises. Every optional package is imported only when drawing.
 
 Examples
 --------
@@ -11,10 +15,21 @@ Examples
 >>> ax = plot_workflow(wf)
 >>> sorted(t.get_text() for t in ax.texts)
 ['+', 'Categorify', 'FillMissing', 'Normalize', 'a', 'x']
+>>> print(wf.output_node.graph.describe())
+[0] a
+[1] Categorify <- [0]
+[2] x
+[3] FillMissing <- [2]
+[4] Normalize <- [3]
+[5] + <- [1], [4]
 """
 
 from __future__ import annotations
 
+import html
+import inspect
+import io
+import subprocess
 from typing import Any
 
 __all__ = ["plot_workflow", "workflow_layout", "GraphPicture"]
@@ -24,6 +39,16 @@ _COLORS = {
     "selection": "#dbe9f6", "op": "#fde7c6", "stat": "#f9c784", "concat": "#e4e4e4", "group": "#e4e4e4",
     "subset": "#e4e4e4", "drop": "#f4cccc", "subgraph": "#d9ead3",
 }
+
+# Graphviz boxes: column names per line, lines per box, characters of the parameters line.
+_NAMES_PER_LINE = 4
+_NAME_LINES = 3
+_PARAMS_CHARS = 48
+
+_NO_PICTURE_HINT = (
+    "(for a picture install the graphviz package and Graphviz's dot program, e.g. "
+    "`pip install graphviz` and `apt install graphviz`, or matplotlib)"
+)
 
 
 def workflow_layout(workflow: Any) -> dict[int, tuple[float, float]]:
@@ -77,11 +102,13 @@ def workflow_layout(workflow: Any) -> dict[int, tuple[float, float]]:
 
 
 def plot_workflow(workflow: Any, ax: Any = None, max_label: int = 28) -> Any:
-    """Draw a workflow's node graph, inputs on the left and the output on the right.
+    """Draw a workflow's node graph with matplotlib, inputs on the left, the output on the right.
 
     Boxes are nodes labelled like ``node.label`` (input columns, op class, ``+`` for a
-    concatenation, ``- cols`` for dropped columns); arrows go from each parent to its child, dashed for dependencies (e.g.
-    the columns a JoinGroupby aggregates). Statistics ops have a darker fill.
+    concatenation, ``- cols`` for dropped columns); arrows go from each parent to its child,
+    dashed for dependencies (e.g. the columns a JoinGroupby aggregates). Statistics ops
+    have a darker fill. For large workflows ``node.graph`` (laid out by Graphviz) reads
+    better.
 
     Parameters
     ----------
@@ -110,9 +137,7 @@ def plot_workflow(workflow: Any, ax: Any = None, max_label: int = 28) -> Any:
     if ax is None:
         import matplotlib.pyplot as plt
 
-        width = max(x for x, _ in positions.values()) + 1
-        height = max(abs(y) for _, y in positions.values()) * 2 + 1
-        _, ax = plt.subplots(figsize=(min(2.4 * width + 1, 18), min(0.8 * height + 1, 12)))
+        _, ax = plt.subplots(figsize=_figure_size(positions))
     nodes = {node.id: node for node in workflow.nodes}
     for node in workflow.nodes:
         for upstream, style in [*((p, "-") for p in node.parents), *((d, "--") for d in node.dependencies)]:
@@ -125,13 +150,12 @@ def plot_workflow(workflow: Any, ax: Any = None, max_label: int = 28) -> Any:
             )
     for node_id, (x, y) in positions.items():
         node = nodes[node_id]
-        kind = "stat" if _is_statistics_op(node.op) else node.kind
-        label = _label(node)
+        label = node.label
         if len(label) > max_label:
             label = label[: max_label - 1] + "…"
         ax.text(
             x, y, label, ha="center", va="center", fontsize=9, zorder=2,
-            bbox={"boxstyle": "round,pad=0.4", "facecolor": _COLORS[kind], "edgecolor": "#333333"},
+            bbox={"boxstyle": "round,pad=0.4", "facecolor": _COLORS[_color_kind(node)], "edgecolor": "#333333"},
         )
     xs = [x for x, _ in positions.values()]
     ys = [y for _, y in positions.values()]
@@ -141,76 +165,223 @@ def plot_workflow(workflow: Any, ax: Any = None, max_label: int = 28) -> Any:
     return ax
 
 
-def _label(node: Any) -> str:
-    return node.label
-
-
-def _is_statistics_op(op: Any) -> bool:
-    # Statistics ops are fitted in map / combine / finalize steps (or NVTabular's ``fit``).
-    return op is not None and callable(getattr(op, "fit_finalize", None))
-
-
 class GraphPicture:
     """The graph of nodes ending at one node, as ``node.graph`` returns it.
 
-    A Jupyter cell ending in ``node.graph`` shows it (drawn with matplotlib, as
-    :func:`plot_workflow` draws); ``to_graphviz()`` gives the same graph as a
-    ``graphviz.Digraph`` for those who have the ``graphviz`` package.
+    A Jupyter cell ending in ``node.graph`` (NVTabular's ``workflow.output_node.graph``)
+    shows the best picture this installation can make: an SVG laid out by Graphviz when the
+    ``graphviz`` package and the ``dot`` program are installed, else a matplotlib drawing,
+    else the text of :meth:`describe`. Boxes show input columns, ops (statistics ops darker,
+    with the parameters that differ from their defaults), ``+`` for concatenations (a chain
+    of ``a + b + c`` drawn as one) and ``- cols`` for drops; dashed edges are dependencies.
 
     Examples
     --------
     >>> import tabflow as nvt
     >>> from tabflow import ops
-    >>> picture = (["x"] >> ops.FillMissing() >> ops.Normalize()).graph
+    >>> picture = (["x"] >> ops.FillMissing() >> ops.Clip(min_value=0)).graph
     >>> [node.label for node in picture.nodes]
-    ['x', 'FillMissing', 'Normalize']
-    >>> picture._repr_png_()[1:4]  # shown inline by Jupyter
-    b'PNG'
+    ['x', 'FillMissing', 'Clip']
+    >>> bundle = picture._repr_mimebundle_()  # what Jupyter shows
+    >>> sorted(bundle)[-1], bundle["text/plain"].splitlines()[-1]
+    ('text/plain', '[2] Clip(min_value=0) <- [1]')
     """
 
     def __init__(self, output_node: Any) -> None:
         self.nodes = [*output_node.ancestors(), output_node]
 
+    # ---------------------------------------------------------------- graphviz
+    def to_graphviz(self) -> Any:
+        """The graph as a ``graphviz.Digraph`` (NVTabular's ``node.graph``), laid out left to right.
+
+        Raises ImportError (saying what to install) without the ``graphviz`` package.
+        Rendering it (``.pipe()``, ``.render()``, showing it in Jupyter) also needs
+        Graphviz's ``dot`` program.
+        """
+        try:
+            import graphviz
+        except ImportError as err:
+            raise ImportError("drawing with Graphviz needs the graphviz package: pip install graphviz") from err
+        digraph = graphviz.Digraph(
+            graph_attr={"rankdir": "LR", "nodesep": "0.15", "ranksep": "0.45", "fontname": "Helvetica"},
+            node_attr={"shape": "box", "style": "rounded,filled", "fontname": "Helvetica", "fontsize": "11",
+                       "color": "#333333", "margin": "0.12,0.05", "height": "0.3"},
+            edge_attr={"color": "#555555", "arrowsize": "0.6"},
+        )
+        merged = _merged_concats(self.nodes)
+        for node in self.nodes:
+            if node.id in merged:
+                continue
+            digraph.node(
+                str(node.id), _html_label(node), fillcolor=_COLORS[_color_kind(node)],
+                tooltip=graphviz.escape(_tooltip(node)), **({"shape": "circle", "width": "0.3"} if node.kind == "concat" else {}),
+            )
+            for parent in _drawn_upstream(node, node.parents, merged):
+                digraph.edge(str(parent.id), str(node.id))
+            for dependency in _drawn_upstream(node, node.dependencies, merged):
+                digraph.edge(str(dependency.id), str(node.id), style="dashed")
+        return digraph
+
+    def to_svg(self) -> str:
+        """The Graphviz picture as SVG text (needs the graphviz package and the dot program)."""
+        return self.to_graphviz().pipe(format="svg", encoding="utf-8")
+
+    # -------------------------------------------------------------- matplotlib
     def plot(self, ax: Any = None, max_label: int = 28) -> Any:
-        """Draw into ``ax`` (a new figure when omitted); returns the Axes."""
+        """Draw with matplotlib into ``ax`` (a new figure when omitted); returns the Axes."""
         return plot_workflow(self, ax=ax, max_label=max_label)
 
     def savefig(self, path: str, dpi: int = 100) -> None:
-        """Write the picture to ``path`` (format from the extension: png, svg, pdf)."""
+        """Write the matplotlib drawing to ``path`` (format from the extension: png, svg, pdf)."""
         self._figure(dpi).savefig(path)
-
-    def _repr_png_(self) -> bytes:
-        import io
-
-        buffer = io.BytesIO()
-        self._figure(100).savefig(buffer, format="png")
-        return buffer.getvalue()
 
     def _figure(self, dpi: int) -> Any:
         # A figure outside pyplot: Jupyter shows the returned image once, not also the figure.
         from matplotlib.figure import Figure
 
-        positions = workflow_layout(self)
-        width = max(x for x, _ in positions.values()) + 1
-        height = max(abs(y) for _, y in positions.values()) * 2 + 1
-        figure = Figure(figsize=(min(2.4 * width + 1, 18), min(0.8 * height + 1, 12)), dpi=dpi)
+        figure = Figure(figsize=_figure_size(workflow_layout(self)), dpi=dpi)
         self.plot(ax=figure.add_subplot())
         return figure
 
-    def to_graphviz(self) -> Any:
-        """The graph as a ``graphviz.Digraph`` (dashed edges are dependencies)."""
-        try:
-            import graphviz
-        except ImportError as err:
-            raise ImportError("to_graphviz() needs the graphviz package: pip install graphviz") from err
-        digraph = graphviz.Digraph()
+    # -------------------------------------------------------------------- text
+    def describe(self) -> str:
+        """The graph as text: one numbered line per node, with the nodes it reads from
+        (``<=`` for dependencies)."""
+        number = {node.id: k for k, node in enumerate(self.nodes)}
+        lines = []
         for node in self.nodes:
-            digraph.node(str(node.id), _label(node))
-            for parent in node.parents:
-                digraph.edge(str(parent.id), str(node.id))
-            for dependency in node.dependencies:
-                digraph.edge(str(dependency.id), str(node.id), style="dashed")
-        return digraph
+            line = f"[{number[node.id]}] {_text_label(node)}"
+            if node.parents:
+                line += " <- " + ", ".join(f"[{number[p.id]}]" for p in node.parents)
+            if node.dependencies:
+                line += " <= " + ", ".join(f"[{number[d.id]}]" for d in node.dependencies)
+            lines.append(line)
+        return "\n".join(lines)
+
+    # ----------------------------------------------------------------- Jupyter
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """The best picture available (SVG, else PNG) and the text description."""
+        bundle: dict[str, Any] = {}
+        try:
+            bundle["image/svg+xml"] = self.to_svg()
+        except (ImportError, RuntimeError, subprocess.CalledProcessError):
+            # No graphviz package, no dot program (ExecutableNotFound), or dot failed.
+            try:
+                buffer = io.BytesIO()
+                self._figure(100).savefig(buffer, format="png")
+                bundle["image/png"] = buffer.getvalue()
+            except ImportError:
+                pass
+        text = self.describe()
+        bundle["text/plain"] = text if bundle else f"{text}\n{_NO_PICTURE_HINT}"
+        return bundle
+
+    def __str__(self) -> str:
+        return self.describe()
 
     def __repr__(self) -> str:
         return f"GraphPicture({' -> '.join(node.label for node in self.nodes)})"
+
+
+def _figure_size(positions: dict[int, tuple[float, float]]) -> tuple[float, float]:
+    width = max(x for x, _ in positions.values()) + 1
+    height = max(abs(y) for _, y in positions.values()) * 2 + 1
+    return min(2.4 * width + 1, 18), min(0.8 * height + 1, 12)
+
+
+def _color_kind(node: Any) -> str:
+    # Statistics ops are fitted in map / combine / finalize steps (or NVTabular's ``fit``).
+    op = node.op
+    return "stat" if op is not None and callable(getattr(op, "fit_finalize", None)) else node.kind
+
+
+def _merged_concats(nodes: list[Any]) -> set[int]:
+    """Ids of ``+`` nodes drawn as part of the ``+`` they feed: ``a + b + c`` builds a chain of
+    two-parent concatenations, drawn as one ``+`` with three inputs."""
+    consumers: dict[int, list[Any]] = {node.id: [] for node in nodes}
+    for node in nodes:
+        for upstream in [*node.parents, *node.dependencies]:
+            consumers[upstream.id].append(node)
+    return {
+        node.id for node in nodes
+        if node.kind == "concat" and len(consumers[node.id]) == 1 and consumers[node.id][0].kind == "concat"
+        and node in consumers[node.id][0].parents
+    }
+
+
+def _drawn_upstream(node: Any, upstream: list[Any], merged: set[int]) -> list[Any]:
+    """``upstream`` with merged ``+`` nodes replaced by their own drawn inputs."""
+    drawn = []
+    for item in upstream:
+        if item.id in merged:
+            drawn.extend(_drawn_upstream(item, item.parents, merged))
+        else:
+            drawn.append(item)
+    return drawn
+
+
+def _names(node: Any) -> list[str] | None:
+    """Column names a selection or drop node shows, None for other nodes."""
+    if node.kind == "selection":
+        selector = node.selector
+        return [str(name) for name in selector.grouped_names] or [f"tag {tag}" for tag in selector.tags]
+    if node.kind == "drop" and node.dropped is not None and node.dropped.names:
+        return [str(name) for name in node.dropped.names]
+    return None
+
+
+def _changed_params(op: Any) -> str:
+    """``name=value`` for the op's parameters that differ from their defaults."""
+    try:
+        signature = inspect.signature(type(op).__init__)
+    except (TypeError, ValueError):
+        return ""
+    shown = []
+    for name, parameter in signature.parameters.items():
+        if parameter.default is inspect.Parameter.empty or not hasattr(op, name):
+            continue
+        value = getattr(op, name)
+        try:
+            same = value is parameter.default or bool(value == parameter.default)
+        except Exception:  # noqa: BLE001 - e.g. a DataFrame compared with None
+            same = False
+        if not same:
+            text = repr(value)
+            shown.append(f"{name}={text if len(text) <= 24 else text[:23] + '…'}")
+    return ", ".join(shown)
+
+
+def _text_label(node: Any) -> str:
+    names = _names(node)
+    if names is not None:
+        prefix = "- " if node.kind == "drop" else ""
+        shown = ", ".join(names[:8]) + (f", … ({len(names)} columns)" if len(names) > 8 else "")
+        return prefix + shown
+    params = _changed_params(node.op) if node.kind == "op" else ""
+    return f"{node.label}({params})" if params else node.label
+
+
+def _html_label(node: Any) -> str:
+    """The box's text as a Graphviz HTML-like label (escaped, so any column name is safe)."""
+    names = _names(node)
+    if names is not None:
+        per_line = [names[i : i + _NAMES_PER_LINE] for i in range(0, len(names), _NAMES_PER_LINE)]
+        lines = [", ".join(html.escape(name) for name in line) for line in per_line[:_NAME_LINES]]
+        if len(per_line) > _NAME_LINES:
+            lines[-1] += f", … ({len(names)} columns)"
+        prefix = "− " if node.kind == "drop" else ""
+        return "<" + prefix + "<BR/>".join(lines) + ">"
+    label = f"<B>{html.escape(node.label)}</B>"
+    params = _changed_params(node.op) if node.kind == "op" else ""
+    if params:
+        params = params if len(params) <= _PARAMS_CHARS else params[: _PARAMS_CHARS - 1] + "…"
+        label += f'<BR/><FONT POINT-SIZE="9">{html.escape(params)}</FONT>'
+    return f"<{label}>"
+
+
+def _tooltip(node: Any) -> str:
+    """Shown on hover in the SVG: every column of a selection, the op with its parameters."""
+    names = _names(node)
+    if names is not None:
+        return ", ".join(names)
+    return repr(node.step)[:2000]

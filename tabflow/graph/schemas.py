@@ -24,7 +24,7 @@ from tabflow.graph.selector import ColumnSelector
 from tabflow.graph.steps import NodeSchema
 from tabflow.schema import Schema
 
-__all__ = ["compute_schemas", "assign_schemas", "remove_inputs", "filter_selector"]
+__all__ = ["compute_schemas", "assign_schemas", "data_columns", "remove_inputs", "filter_selector"]
 
 
 def compute_schemas(output_node: Any, source: Schema) -> dict[int, NodeSchema]:
@@ -43,6 +43,20 @@ def assign_schemas(nodes: Any, schemas: Mapping[int, NodeSchema]) -> None:
         node.input_schema = resolved.input_schema
         node.output_schema = resolved.output_schema
         node.column_origins = dict(resolved.origins)
+
+
+def data_columns(nodes: Any) -> set[str]:
+    """The names resolved ``nodes`` read from the data: what input selections select, and
+    what an op's ``compute_input_schema`` takes that no node upstream of it brings."""
+    names: set[str] = set()
+    for node in nodes:
+        upstream = [*node.parents, *node.dependencies]
+        if not upstream:
+            names.update(node.output_schema.column_names)
+        elif node.op is not None:
+            brought = {name for up in upstream for name in up.output_schema.column_names}
+            names.update(name for name in node.input_schema.column_names if name not in brought)
+    return names
 
 
 def remove_inputs(output_node: Any, names: Any) -> list[str]:

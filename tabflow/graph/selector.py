@@ -14,6 +14,7 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Iterable
 
 from tabflow.schema import Schema, Tags
@@ -184,7 +185,12 @@ class ColumnSelector:
         )
 
     def __rshift__(self, op: Any) -> Any:
-        return _node_class()(selector=self) >> op
+        if isinstance(op, type) and hasattr(op, "create_node"):
+            op = op()  # an op class, as NVTabular allows
+        # An op makes the node that selects its input (merlin's ``create_node`` hook).
+        create_node = getattr(op, "create_node", None)
+        node = create_node(self) if callable(create_node) and not _is_node(op) else _node_class()(selector=self)
+        return node >> op
 
     def __bool__(self) -> bool:
         return bool(self._all or self._names or self.subgroups or self.tags)
@@ -221,5 +227,19 @@ class ColumnSelector:
         return cls(data["names"], subgroups=[cls.from_dict(g) for g in data["subgroups"]], tags=data["tags"] or None)
 
 
-#: NVTabular < 0.6 name of :class:`ColumnSelector`, kept so old scripts run unchanged.
-ColumnGroup = ColumnSelector
+def ColumnGroup(columns: Any) -> ColumnSelector:  # noqa: N802 - NVTabular's name
+    """NVTabular < 0.6's name of :class:`ColumnSelector`: returns ``ColumnSelector(columns)``
+    with a DeprecationWarning, as NVTabular 23.08 did.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from tabflow import ColumnGroup
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     selector = ColumnGroup(["a"])
+    >>> selector.names, caught[0].category.__name__
+    (['a'], 'DeprecationWarning')
+    """
+    warnings.warn("ColumnGroup is deprecated, use ColumnSelector instead", DeprecationWarning, stacklevel=2)
+    return ColumnSelector(columns)

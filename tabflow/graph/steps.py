@@ -23,6 +23,8 @@ from tabflow.graph.columns import (
     cast_to_schema,
     combine_selectors,
     concat_unique,
+    declares_dtypes,
+    input_frame,
     observed_dtypes,
     union,
 )
@@ -117,14 +119,26 @@ class Apply(Step):
     def resolve(self, node, schemas, source):
         parents = [schemas[p.id] for p in node.parents]
         dependencies = [schemas[d.id] for d in node.dependencies]
-        selected, selected_origins = union([p.output_schema for p in parents], [p.origins for p in parents])
+        parents_schema, parents_origins = union([p.output_schema for p in parents], [p.origins for p in parents])
+        deps_schema, deps_origins = union([d.output_schema for d in dependencies], [d.origins for d in dependencies])
+        # Warns when a dependency brings a column of a parent's name computed elsewhere.
+        union([parents_schema, deps_schema], [parents_origins, deps_origins])
         # The parents' column groups (a selection's nested lists, a ``+`` of a group) reach
         # the op, which may encode or cross a group together.
-        selector = combine_selectors([p.columns for p in parents])
-        input_schema, _ = union(
-            [selected, *(d.output_schema for d in dependencies)], [selected_origins, *(d.origins for d in dependencies)]
-        )
+        parents_selector = combine_selectors([p.columns for p in parents])
+        dependencies_selector = combine_selectors([d.columns for d in dependencies])
         op = self.op
+        # merlin's hooks, in merlin's order: the columns the op receives, the ones it
+        # applies to, what it produces, then its own check of all of them.
+        input_schema = op.compute_input_schema(source, parents_schema, deps_schema, parents_selector)
+        from_data = [n for n in input_schema.column_names if n not in parents_schema and n not in deps_schema]
+        unknown = [n for n in from_data if n not in source]
+        if unknown:
+            raise ValueError(
+                f"{type(op).__name__}.compute_input_schema asks for column(s) {unknown}, which neither its "
+                f"inputs {parents_schema.column_names + deps_schema.column_names} nor the data {source.column_names} have"
+            )
+        selector = op.compute_selector(input_schema, parents_selector, parents_selector, dependencies_selector)
         try:
             # A schema written by hand may leave dtypes "unknown": those columns are checked
             # when the workflow is fitted, on the dtypes the data has.
@@ -132,7 +146,8 @@ class Apply(Step):
                 op.validate_input(input_schema, selector)
         except (TypeError, ValueError, KeyError) as err:
             raise type(err)(f"{type(op).__name__} on columns {selector.names}: {err}") from None
-        output = observed_dtypes(op, selector, input_schema, op.compute_output_schema(input_schema, selector))
+        output = observed_dtypes(op, selector, input_schema, op.compute_output_schema(input_schema, selector, None))
+        op.validate_schemas(parents_schema, deps_schema, input_schema, output, False)
         origins = {name: ("op", node.id, type(op).__name__) for name in output.column_names}
         return NodeSchema(selector, input_schema, output, origins)
 
@@ -141,7 +156,7 @@ class Apply(Step):
         if not node.output_schema.column_names:
             # Every output was removed (Workflow.remove_inputs): nothing to compute.
             return (parents[0] if parents else source)[[]]
-        out = op.transform(node.input_selector, concat_unique([*parents, *dependencies], node.input_schema.column_names))
+        out = op.transform(node.input_selector, input_frame([*parents, *dependencies], node.input_schema.column_names, source))
         if getattr(op, "runs_user_code", False):
             # Lists a user function returns as Python objects become list columns, as their
             # schema says (observed the same way).
@@ -154,9 +169,10 @@ class Apply(Step):
                 f"{list(out.columns)}. Its output_column_names/column_mapping must match transform."
             )
         out = out if list(out.columns) == names else out[names]
-        if getattr(op, "runs_user_code", False) and op.output_dtype is not None:
-            # A user op's declared output_dtype (np.float32, "int32", ...) is what its schema
-            # and dask's meta say: make the data match, whatever dtype its transform computed.
+        if getattr(op, "runs_user_code", False) and declares_dtypes(op):
+            # A user op's declared dtypes (output_dtype np.float32, "int32", ..., or its own
+            # schema hooks) are what its schema and dask's meta say: make the data match,
+            # whatever dtype its transform computed.
             out = cast_to_schema(out, node.output_schema)
         return out
 
@@ -231,7 +247,7 @@ class Subset(Step):
         selector = self.selector.resolve(parent.output_schema)  # tags pick among the parent's columns
         output = parent.output_schema.select(selector.names)
         origins = {name: parent.origins[name] for name in output.column_names if name in parent.origins}
-        return NodeSchema(ColumnSelector(parent.output_schema.column_names), parent.output_schema, output, origins, selector)
+        return NodeSchema(selector, parent.output_schema, output, origins, selector)
 
     def run(self, node, parents, dependencies, source):
         names = node.output_schema.column_names

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import logging
 import os
 import re
 import shutil
@@ -45,6 +46,8 @@ import uuid
 from tabflow.exceptions import SaveError
 
 __all__ = ["check_target", "temporary_directory", "publish", "discard", "KIND_MARKERS"]
+
+logger = logging.getLogger(__name__)
 
 #: The file that makes a directory recognisably a previous output of each kind.
 KIND_MARKERS = {"workflow": "workflow.json", "dataset": "_schema.json"}
@@ -103,6 +106,7 @@ def publish(tmp: str, path: str, kind: str, overwrite: bool = False) -> None:
     if os.path.isdir(path) and not os.path.islink(path) and _is_empty(path):
         os.rename(tmp, path)  # rename() replaces an empty directory atomically
         return
+    logger.info("replacing the %s at %s (%s)", kind, path, "a previous output" if _is_kind(path, kind) else "overwrite=True")
     if _exchange(tmp, path):
         _remove(tmp)  # now holds the previous output
         return
@@ -141,6 +145,7 @@ def remove_stale(path: str) -> list[str]:
             continue
         marker = _TEMPORARY_MARKER if match.group("what") == "tmp" else _REPLACED_MARKER
         if _writer_is_gone(os.path.join(candidate, marker)):
+            logger.info("removing %s, left by a writer that is gone", candidate)
             shutil.rmtree(candidate, ignore_errors=True)
             removed.append(candidate)
     return removed

@@ -25,6 +25,8 @@ from typing import Any
 
 import dask
 
+from tabflow._install import pip_install
+
 __all__ = ["active_client", "Distributed", "Serial", "global_dask_client", "set_dask_client"]
 
 # dask's own schedulers, by the names dask.config accepts: no distributed client then.
@@ -100,7 +102,7 @@ def _start_client(cluster_type: str, cluster_options: dict) -> Any:
             from dask_cuda import LocalCUDACluster
         except ImportError:
             raise ImportError(
-                "cluster_type='cuda' needs dask-cuda (pip install 'tabflow[gpu-cu12]' or 'tabflow[gpu-cu13]'); "
+                f"cluster_type='cuda' needs dask-cuda ({pip_install('gpu-cu12')} or {pip_install('gpu-cu13')}); "
                 "use cluster_type='cpu' for a CPU cluster"
             ) from None
         return Client(LocalCUDACluster(**cluster_options), set_as_default=False)

@@ -25,6 +25,7 @@ from tabflow.io import readers
 from tabflow.io.dataframe_iter import DataFrameIter
 from tabflow.io.fs import basename, is_remote
 from tabflow.io.partitions import active_client, iter_calls, iter_partitions
+from tabflow.io.progress import compute
 from tabflow.io.shuffle import Shuffle, normalize_shuffle
 from tabflow.schema import ColumnSchema, Schema, Tags
 
@@ -90,6 +91,10 @@ class Dataset:
     >>> nvt.Dataset(d, engine="parquet", filters=[("a", ">", 1)]).num_rows
     2
     """
+
+    # Whether computing this dataset shows a progress bar when not told (a workflow's
+    # ``transform(..., progress=True)`` sets it on its result).
+    _progress = False
 
     def __init__(
         self,
@@ -379,18 +384,42 @@ class Dataset:
             return iter_calls([functools.partial(reader, pieces[i]) for i in order], prefetch=prefetch, convert=convert)
         return iter_partitions(self.to_ddf(columns), order=order, prefetch=prefetch, client=self.client, convert=convert)
 
-    def compute(self) -> Any:
-        """The whole dataset as one in-memory frame."""
-        client = active_client(self.client)
-        return self._ddf.compute(scheduler=client) if client else self._ddf.compute()
+    def compute(self, progress: bool | None = None) -> Any:
+        """The whole dataset as one in-memory frame, which may be edited in place.
+
+        Partitions read from files each number their rows from 0; their concatenation gets
+        one index ``0..n-1`` instead of repeated labels (so that ``frame.loc[0, "x"] = v``
+        edits one row). An index the data came with (an in-memory frame's) is kept.
+
+        ``progress=True`` shows a progress bar of the computation (see
+        :mod:`tabflow.io.progress`); None (the default) shows one only for the result of
+        ``Workflow.transform(..., progress=True)``.
+
+        Examples
+        --------
+        >>> import os, tempfile, pandas as pd
+        >>> import tabflow as nvt
+        >>> path = os.path.join(tempfile.mkdtemp(), "d")
+        >>> _ = nvt.Dataset(pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]}), npartitions=2).to_parquet(path)
+        >>> frame = nvt.Dataset(path).compute()
+        >>> frame.loc[2, "x"] = 0.0
+        >>> frame.index.tolist(), frame["x"].tolist()
+        ([0, 1, 2, 3], [1.0, 2.0, 0.0, 4.0])
+        """
+        progress = self._progress if progress is None else progress
+        (frame,) = compute(self._ddf, client=self.client, progress=progress, desc="compute")
+        index = frame.index
+        if index.name is None and index.dtype.kind in "iu" and not index.is_unique:
+            frame = frame.reset_index(drop=True)
+        return self.backend.writable(frame)
 
     def head(self, n: int = 5) -> Any:
         """The first ``n`` rows (looking through as many partitions as needed)."""
-        return self._ddf.head(n, npartitions=-1)
+        return self.backend.writable(self._ddf.head(n, npartitions=-1))
 
     def tail(self, n: int = 5) -> Any:
         """The last ``n`` rows of the last partition (dask's ``tail``)."""
-        return self._ddf.tail(n)
+        return self.backend.writable(self._ddf.tail(n))
 
     def persist(self) -> Any:
         """The dask DataFrame with every partition computed and kept in memory (dask's ``persist``)."""
@@ -518,11 +547,12 @@ class Dataset:
         seed: int | None = None,
         overwrite: bool = False,
         storage_options: Mapping[str, Any] | None = None,
+        progress: bool | None = None,
     ) -> list[str]:
         """Write the dataset as parquet plus its schema and a ``_metadata`` summary, atomically.
 
-        The arguments are NVTabular 23.08's, in its order; ``seed``, ``overwrite`` and
-        ``storage_options`` are tabflow's.
+        The arguments are NVTabular 23.08's, in its order; ``seed``, ``overwrite``,
+        ``storage_options`` and ``progress`` are tabflow's.
 
         Parameters
         ----------
@@ -556,7 +586,8 @@ class Dataset:
         dtypes : dict, optional
             Cast columns before writing.
         cats, conts, labels : list of str, optional
-            Tag columns as categorical / continuous / target in the written schema.
+            Tag columns as categorical / continuous / target in the written schema, and
+            list them in HugeCTR's ``_metadata.json``.
         suffix : str, default ".parquet"
             Extension of the preserved file names.
         partition_on : str or list of str, optional
@@ -567,8 +598,10 @@ class Dataset:
         method : {"subgraph", "worker"}
             Accepted; "worker" cannot be combined with ``output_files`` or ``preserve_files``.
         write_hugectr_keyset : bool, default False
-            Accepted; HugeCTR's ``_file_list.txt`` / ``_metadata.json`` / keyset files are not
-            written (tabflow's loaders read ``_schema.json``).
+            Also write HugeCTR's ``_hugectr.keyset`` (the keys of every column whose schema
+            has Categorify's ``embedding_sizes``). HugeCTR's ``_file_list.txt`` and
+            ``_metadata.json`` (listing ``cats``, ``conts`` and ``labels``) are always
+            written, as NVTabular did (:mod:`tabflow.io.hugectr`).
         seed : int, optional
             Seed of the shuffle.
         overwrite : bool, default False
@@ -576,6 +609,11 @@ class Dataset:
             containing it, nor a bucket's root).
         storage_options : dict, optional
             fsspec options for a URL ``output_path`` (default: the dataset's own).
+        progress : bool, optional
+            Show a progress bar of the partitions written (``tqdm.auto``; on a distributed
+            cluster too). None (the default) shows one only for the result of
+            ``Workflow.transform(..., progress=True)``. What is written is logged (logger
+            ``tabflow.io.writer``, level INFO).
 
         Returns
         -------
@@ -601,7 +639,7 @@ class Dataset:
         """
         from tabflow.io.writer import write_parquet
 
-        del num_threads, write_hugectr_keyset  # accepted for NVTabular's scripts; see the docstring
+        del num_threads  # accepted for NVTabular's scripts; see the docstring
         if method not in ("subgraph", "worker"):
             raise ValueError(f"{method} not a recognized method for `Dataset.to_parquet`")
         if method == "worker" and (output_files or preserve_files):
@@ -646,25 +684,120 @@ class Dataset:
                 output_files = self.npartitions
         elif isinstance(output_files, bool) or not isinstance(output_files, int):
             raise TypeError(f"{type(output_files).__name__} not a supported type for `output_files` (an int, a list of names or a dict)")
-        schema = self.schema
+        schema, canonical_cast = self._written_schema("to_parquet", dtypes, cats, conts, labels)
+        return write_parquet(
+            self._ddf, output_path, schema, self.backend, output_files,
+            shuffle=mode, seed=seed, client=client, cast=canonical_cast,
+            file_names=file_names, partition_files=partition_files, overwrite=overwrite,
+            row_group_size=row_group_size, partition_on=partition_on,
+            storage_options=storage_options if storage_options is not None else self.storage_options,
+            progress=self._progress if progress is None else progress,
+            cats=list(cats or []), conts=list(conts or []), labels=list(labels or []),
+            hugectr_keyset=write_hugectr_keyset,
+        )
+
+    def _written_schema(
+        self, caller: str, dtypes: Mapping[str, Any] | None, cats: Sequence[str] | None,
+        conts: Sequence[str] | None, labels: Sequence[str] | None,
+    ) -> tuple[Schema, dict[str, str]]:
+        """The schema written by ``caller``: ``dtypes`` applied (also returned, canonical, as
+        the casts to make) and the ``cats`` / ``conts`` / ``labels`` columns tagged."""
         canonical_cast = {k: self.backend.canonical_dtype(v) for k, v in (dtypes or {}).items()}
+        missing = [n for group in (cats, conts, labels) for n in (group or []) if n not in self.schema]
+        if missing:
+            raise KeyError(f"{caller}: column(s) {missing} are not in the dataset ({self.schema.column_names})")
         columns = []
-        for column in schema:
+        for column in self.schema:
             if column.name in canonical_cast:
                 column = column.with_dtype(canonical_cast[column.name])
             for names, tag in ((cats, Tags.CATEGORICAL), (conts, Tags.CONTINUOUS), (labels, Tags.TARGET)):
                 if names and column.name in names:
                     column = column.with_tags(tag)
             columns.append(column)
-        missing = [n for group in (cats, conts, labels) for n in (group or []) if n not in schema]
-        if missing:
-            raise KeyError(f"to_parquet: column(s) {missing} are not in the dataset ({schema.column_names})")
-        return write_parquet(
-            self._ddf, output_path, Schema(columns), self.backend, output_files,
-            shuffle=mode, seed=seed, client=client, cast=canonical_cast,
-            file_names=file_names, partition_files=partition_files, overwrite=overwrite,
-            row_group_size=row_group_size, partition_on=partition_on,
-            storage_options=storage_options if storage_options is not None else self.storage_options,
+        return Schema(columns), canonical_cast
+
+    def to_hugectr(
+        self,
+        output_path: str,
+        cats: Sequence[str],
+        conts: Sequence[str],
+        labels: Sequence[str],
+        shuffle: Any = None,
+        file_partition_map: Mapping[str, Sequence[int]] | None = None,
+        out_files_per_proc: int | None = None,
+        num_threads: int = 0,
+        dtypes: Mapping[str, Any] | None = None,
+        seed: int | None = None,
+        overwrite: bool = False,
+    ) -> list[str]:
+        """Write the dataset in HugeCTR's binary ``Norm`` format, atomically.
+
+        Files ``<k>.data`` (labels and ``conts`` as float32, each of ``cats`` as a uint32 key;
+        see :mod:`tabflow.io.hugectr`), with ``_file_list.txt``, ``_metadata.json`` and the
+        schema, as NVTabular's ``to_hugectr`` wrote them (its files were named
+        ``<k>.<random id>.data``). The arguments are NVTabular 23.08's, in its order;
+        ``seed`` and ``overwrite`` are tabflow's, as in :meth:`to_parquet`.
+
+        Parameters
+        ----------
+        output_path : str
+            A local directory, replaced as :meth:`to_parquet` replaces one.
+        cats, conts, labels : list of str
+            Categorical columns (non-negative integers, e.g. Categorify's output; no nulls),
+            continuous columns and labels (numeric; nulls become NaN).
+        shuffle : Shuffle or None
+            ``Shuffle.PER_PARTITION`` shuffles rows within each partition; ``PER_WORKER`` is
+            refused, as in NVTabular.
+        file_partition_map : dict, optional
+            ``{file name: [partition, ...]}``: those partitions go to that file; others are
+            not written.
+        out_files_per_proc : int, optional
+            Files per process (default 1; 1 process without a cluster).
+        num_threads : int, default 0
+            Accepted; the writer's parallelism follows the partitions.
+        dtypes : dict, optional
+            Dtypes recorded in the written schema.
+
+        Returns
+        -------
+        list of str
+            The written ``.data`` files.
+
+        Examples
+        --------
+        >>> import os, tempfile, numpy as np, pandas as pd
+        >>> import tabflow as nvt
+        >>> out = tempfile.mkdtemp() + "/hugectr"
+        >>> df = pd.DataFrame({"c": [3, 4, 5], "x": [0.5, 1.5, 2.5], "y": [0.0, 1.0, 0.0]})
+        >>> [os.path.basename(f) for f in nvt.Dataset(df).to_hugectr(out, cats=["c"], conts=["x"], labels=["y"])]
+        ['0.data']
+        >>> np.fromfile(os.path.join(out, "0.data"), dtype="<i8", count=5).tolist()  # 0, rows, labels, conts, cats
+        [0, 3, 1, 1, 1]
+        >>> open(os.path.join(out, "_file_list.txt")).read().splitlines()[0]
+        '1'
+        """
+        from tabflow.io.writer import write_hugectr
+
+        del num_threads  # accepted for NVTabular's scripts; see the docstring
+        mode = normalize_shuffle(shuffle)
+        client = active_client(self.client)
+        file_names = partition_files = None
+        if file_partition_map is not None:
+            if out_files_per_proc:
+                raise ValueError("to_hugectr: out_files_per_proc cannot be combined with file_partition_map")
+            file_names, targets = self._mapped_files(file_partition_map)
+            if any(t is not None and len(t) > 1 for t in targets):
+                raise ValueError("to_hugectr: file_partition_map keys are single file names")
+            partition_files = [None if t is None else t[0] for t in targets]
+            output_files = len(file_names)
+        else:
+            procs = len(client.nthreads()) if client is not None else 1
+            output_files = (out_files_per_proc or 1) * max(1, procs)
+        schema, _ = self._written_schema("to_hugectr", dtypes, cats, conts, labels)
+        return write_hugectr(
+            self._ddf, output_path, schema, self.backend, list(cats), list(conts), list(labels), output_files,
+            partition_files=partition_files, file_names=file_names, shuffle=mode, seed=seed, client=client,
+            overwrite=overwrite,
         )
 
     def _mapped_files(self, mapping: Mapping[Any, Sequence[int]]) -> tuple[list[str], list[Any]]:

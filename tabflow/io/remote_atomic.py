@@ -39,12 +39,15 @@ False
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from typing import Any
 
 from tabflow.exceptions import SaveError
 from tabflow.io.atomic import KIND_MARKERS, TEMPORARY_MARKER, owner_is_gone, owner_text
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["check_target", "temporary_directory", "publish", "discard", "remove_stale", "PUBLISHING_MARKER"]
 
@@ -108,6 +111,7 @@ def publish(fs: Any, tmp: str, path: str, kind: str, overwrite: bool = False) ->
         fs.rm_file(f"{path}/{marker}")
     old = [p for p in fs.find(path) if not p.endswith("/" + PUBLISHING_MARKER)]
     if old:
+        logger.info("replacing the %s at %s: removing its %d file(s)", kind, path, len(old))
         fs.rm(old)
     files = sorted(p for p in fs.find(tmp) if not p.endswith("/" + TEMPORARY_MARKER))
     last = f"{tmp}/{marker}"
@@ -145,6 +149,7 @@ def remove_stale(fs: Any, path: str) -> list[str]:
         except (OSError, ValueError):
             continue
         if owner_is_gone(text):
+            logger.info("removing %s, left by a writer that is gone", entry)
             discard(fs, entry.rstrip("/"))
             removed.append(entry)
     return removed

@@ -17,7 +17,9 @@ last; see there what an object store allows).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import urllib.parse
 from typing import Any, Mapping, Sequence
@@ -26,14 +28,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tabflow.io import atomic, remote_atomic
+from tabflow.io import atomic, hugectr, remote_atomic
 from tabflow.io.fs import filesystem, is_remote, local_path
 from tabflow.io.partitions import iter_partitions
+from tabflow.io.progress import partition_bar
 from tabflow.io.shuffle import Shuffle
 from tabflow.io.tf_metadata import MERLIN_METADATA_DIR_NAME, tfmd_json
 from tabflow.schema import SCHEMA_FILENAME, Schema
 
-__all__ = ["write_parquet", "portable_schema", "METADATA_FILENAME", "HIVE_NULL"]
+__all__ = ["write_parquet", "write_hugectr", "portable_schema", "METADATA_FILENAME", "HIVE_NULL"]
+
+logger = logging.getLogger(__name__)
 
 #: The parquet summary file (every file's row groups, with their paths), as dask and Spark write it.
 METADATA_FILENAME = "_metadata"
@@ -61,9 +66,18 @@ def write_parquet(
     row_group_size: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
     partition_on: Sequence[str] | None = None,
+    progress: bool = False,
+    cats: Sequence[str] = (),
+    conts: Sequence[str] = (),
+    labels: Sequence[str] = (),
+    hugectr_keyset: bool = False,
 ) -> list[str]:
     """Write ``ddf`` as parquet plus ``_schema.json``, ``.merlin/schema.json`` and ``_metadata``;
     return the paths of the data files.
+
+    HugeCTR's ``_file_list.txt`` and ``_metadata.json`` (with the roles ``cats``, ``conts``,
+    ``labels``) are written too, as merlin wrote them, and ``_hugectr.keyset`` with
+    ``hugectr_keyset`` (:mod:`tabflow.io.hugectr`).
 
     ``file_names`` names the ``output_files`` files (default ``part_<k>.parquet``).
     ``partition_files`` gives, per partition, the index of its file, a tuple of indices (its
@@ -72,7 +86,8 @@ def write_parquet(
     instead: ``<col>=<value>/part_<i>.parquet`` for every key of partition ``i``, without the
     key columns in the files. ``row_group_size`` caps the rows of one row group. An existing
     ``output_path`` is replaced only if it is empty or a previous dataset (it holds
-    ``_schema.json``), or when ``overwrite`` is set.
+    ``_schema.json``), or when ``overwrite`` is set. ``progress`` shows a bar of the
+    partitions written.
     """
     if output_files < 1 and not partition_on:
         raise ValueError(f"output_files must be at least 1, got {output_files}")
@@ -88,26 +103,148 @@ def write_parquet(
     arrow_schema = portable_schema(backend.to_arrow(backend.empty_frame(schema.dtypes)).schema.remove_metadata())
     file_schema = pa.schema([arrow_schema.field(c) for c in columns])
     rng = np.random.default_rng(seed)
+    target = output.url if output.remote else output.path
+    parts_written = nparts if partition_files is None else sum(files is not None for files in partition_files)
+    if partition_on:
+        logger.info("writing %d partition(s) to %s, one directory per value of %s", parts_written, target, list(partition_on))
+    else:
+        logger.info(
+            "writing %d partition(s) to %d file(s) in %s%s", parts_written, len(names), target,
+            f", shuffled {shuffle.name}" if shuffle is not None else "",
+        )
     output.begin()
     written: list[str] = []
     footers: list[Any] = []
     try:
-        if partition_on:
-            written = _write_hive(ddf, output, schema, backend, cast, partition_on, shuffle, rng, client, arrow_schema, file_schema, row_group_size, footers)
-        else:
-            _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers)
-            written = names
+        with partition_bar(parts_written, progress, f"write {target.rstrip('/').rpartition('/')[2] or target}") as partition_done:
+            if partition_on:
+                written = _write_hive(ddf, output, schema, backend, cast, partition_on, shuffle, rng, client, arrow_schema, file_schema, row_group_size, footers, partition_done)
+            else:
+                _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers, partition_done)
+                written = names
+        file_rows = [footer.num_rows for footer in footers]  # before the summary merges them
+        rows = sum(file_rows)
         output.write(METADATA_FILENAME, _summary(file_schema, footers))
+        _write_hugectr_metadata(output, written, file_rows, columns, cats, conts, labels)
+        if hugectr_keyset:
+            output.write(hugectr.KEYSET, hugectr.keyset(schema))
         output.write(f"{MERLIN_METADATA_DIR_NAME}/schema.json", json.dumps(tfmd_json(schema), indent=2).encode("utf-8"))
         output.write(SCHEMA_FILENAME, json.dumps(schema.to_dict(), indent=2).encode("utf-8"))
         output.publish()
     except BaseException:
         output.discard()
         raise
+    logger.info("wrote %d file(s), %d rows, to %s", len(written), rows, target)
     return [output.final(name) for name in written]
 
 
-def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers) -> None:
+def write_hugectr(
+    ddf: Any,
+    output_path: str,
+    schema: Schema,
+    backend: Any,
+    cats: Sequence[str],
+    conts: Sequence[str],
+    labels: Sequence[str],
+    output_files: int,
+    partition_files: Sequence[Any] | None = None,
+    file_names: Sequence[str] | None = None,
+    shuffle: Shuffle | None = None,
+    seed: int | None = None,
+    client: Any = None,
+    overwrite: bool = False,
+) -> list[str]:
+    """Write ``ddf`` in HugeCTR's binary format: files ``<k>.data`` (or ``file_names``) plus
+    ``_file_list.txt``, ``_metadata.json`` and the schema files; return the data files.
+
+    Partitions spread over the files as in :func:`write_parquet` (``partition_files``: each
+    partition's file index, or None to leave it out). Local paths only: a ``.data`` header
+    holds its row count, written last.
+    """
+    if shuffle is Shuffle.PER_WORKER:
+        raise ValueError("HugeCTR's binary format cannot be written with Shuffle.PER_WORKER (as in NVTabular); use Shuffle.PER_PARTITION")
+    missing = [c for c in [*cats, *conts, *labels] if c not in schema]
+    if missing:
+        raise KeyError(f"to_hugectr: column(s) {missing} are not in the dataset ({schema.column_names})")
+    if is_remote(local_path(output_path)):
+        raise ValueError(f"to_hugectr writes to a local directory, not {output_path!r}: write it locally, then copy the directory")
+    if output_files < 1:
+        raise ValueError(f"output_files must be at least 1, got {output_files}")
+    output = _Output(output_path, overwrite, None)
+    names = list(file_names) if file_names is not None else [f"{k}{hugectr.DATA_SUFFIX}" for k in range(output_files)]
+    nparts = ddf.npartitions
+    order = None if partition_files is None else [i for i, f in enumerate(partition_files) if f is not None]
+    rng = np.random.default_rng(seed)
+    roles = [list(labels), list(conts), list(cats)]
+    logger.info("writing %d partition(s) to %d HugeCTR file(s) in %s", nparts if order is None else len(order), len(names), output.path)
+    output.begin()
+    try:
+        with contextlib.ExitStack() as files:
+            rows = _write_hugectr_files(ddf, output, files, names, roles, partition_files, nparts, order, shuffle, rng, client, backend)
+        _write_hugectr_metadata(output, names, rows, schema.column_names, cats, conts, labels)
+        output.write(f"{MERLIN_METADATA_DIR_NAME}/schema.json", json.dumps(tfmd_json(schema), indent=2).encode("utf-8"))
+        output.write(SCHEMA_FILENAME, json.dumps(schema.to_dict(), indent=2).encode("utf-8"))
+        output.publish()
+    except BaseException:
+        output.discard()
+        raise
+    logger.info("wrote %d HugeCTR file(s), %d rows, to %s", len(names), sum(rows), output.path)
+    return [output.final(name) for name in names]
+
+
+def _write_hugectr_files(ddf, output, files, names, roles, partition_files, nparts, order, shuffle, rng, client, backend) -> list[int]:
+    """Stream the partitions into the ``.data`` files (kept open in ``files``); returns the
+    rows of each file, whose headers are written last."""
+    handles = [files.enter_context(open(output.sink(name, []), "wb")) for name in names]
+    rows = [0] * len(names)
+    for handle in handles:
+        handle.write(bytes(hugectr.HEADER_BYTES))
+    indices = range(nparts) if order is None else order
+    for index, frame in zip(indices, iter_partitions(ddf, order=order, client=client)):
+        table = backend.to_arrow(frame[[c for role in roles for c in role]]).replace_schema_metadata(None)
+        if partition_files is None:
+            pieces = _route(table, index, nparts, len(names), shuffle, rng)
+        else:
+            if shuffle is not None:
+                table = table.take(pa.array(rng.permutation(table.num_rows)))
+            pieces = [(int(partition_files[index]), table)]
+        for file_index, piece in pieces:
+            if piece.num_rows:
+                handles[file_index].write(hugectr.record_bytes(*(_role_array(piece, role, kind) for role, kind in zip(roles, ("float", "float", "key")))))
+                rows[file_index] += piece.num_rows
+    for handle, count in zip(handles, rows):
+        handle.seek(0)
+        handle.write(hugectr.header(count, *(len(role) for role in roles)))
+    return rows
+
+
+def _role_array(table: pa.Table, names: Sequence[str], kind: str) -> np.ndarray:
+    """Columns ``names`` of ``table`` as a rows x columns array: float32 values, or the
+    integer keys of categorical columns (which may not be null)."""
+    columns = []
+    for name in names:
+        column = table.column(name)
+        if kind == "key" and (column.null_count or not pa.types.is_integer(column.type)):
+            problem = f"{column.null_count} null(s)" if column.null_count else f"type {column.type}"
+            raise ValueError(
+                f"to_hugectr: categorical column {name!r} has {problem}; HugeCTR keys are non-negative integers "
+                "(encode it with ops.Categorify first)"
+            )
+        if kind == "float" and not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type)):
+            raise ValueError(f"to_hugectr: column {name!r} has type {column.type}; labels and continuous columns must be numeric")
+        values = column.to_numpy(zero_copy_only=False)
+        columns.append(values.astype(np.float32) if kind == "float" else values.astype(np.int64))
+    dtype = np.float32 if kind == "float" else np.int64
+    return np.column_stack(columns) if columns else np.empty((table.num_rows, 0), dtype=dtype)
+
+
+def _write_hugectr_metadata(output: "_Output", names: Sequence[str], rows: Sequence[int], columns: Sequence[str], cats, conts, labels) -> None:
+    """HugeCTR's ``_file_list.txt`` (final paths) and ``_metadata.json``."""
+    output.write(hugectr.FILE_LIST, hugectr.file_list([output.final(name) for name in names]))
+    output.write(hugectr.METADATA_JSON, hugectr.metadata_json(names, rows, columns, cats, conts, labels))
+
+
+def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers, partition_done) -> None:
     """The dataset's rows streamed into ``names``, each file open for the whole write."""
     targets = None
     if partition_files is not None:
@@ -147,6 +284,7 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
             for file_index, piece in routed:
                 if piece.num_rows:
                     writers[file_index].write_table(piece, row_group_size=row_group_size)
+            partition_done()
         for writer in writers:
             writer.close()
     finally:
@@ -161,7 +299,7 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
         footer.set_file_path(name)
 
 
-def _write_hive(ddf, output, schema, backend, cast, keys, shuffle, rng, client, arrow_schema, file_schema, row_group_size, footers) -> list[str]:
+def _write_hive(ddf, output, schema, backend, cast, keys, shuffle, rng, client, arrow_schema, file_schema, row_group_size, footers, partition_done) -> list[str]:
     """One complete file per partition and key: ``k1=v1/k2=v2/part_<i>.parquet``."""
     import pyarrow.compute as pc
 
@@ -171,6 +309,7 @@ def _write_hive(ddf, output, schema, backend, cast, keys, shuffle, rng, client, 
         if shuffle is not None:
             table = table.take(pa.array(rng.permutation(table.num_rows)))
         if not table.num_rows:
+            partition_done()
             continue
         codes, values = [], []
         for key in keys:
@@ -194,6 +333,7 @@ def _write_hive(ddf, output, schema, backend, cast, keys, shuffle, rng, client, 
                 _close_all(sinks)
             footers[-1].set_file_path(name)
             written.append(name)
+        partition_done()
     return written
 
 

@@ -79,17 +79,23 @@ class ChunkMaker(Node[tuple[dict, int]]):
         if self._stream is None and device.type == "cuda":
             self._stream = torch.cuda.Stream(device)
         stream = self._stream
+        # Host tensors that copies queued on the stream read from: referenced until the
+        # stream is synchronised, so that their pool memory is not handed out (and written)
+        # while a copy is still reading it.
+        copied_from = []
         with _on_stream(stream):
             if self.dense:
                 chunk = cat_chunks(parts, allocate=self.memory.empty)
                 if device.type == "cuda":
                     # One copy of the unshuffled chunk to the GPU, then the row gather
                     # there: the host never makes the shuffled copy.
+                    copied_from.append(chunk)
                     chunk = chunk_to_device(chunk, device)
                 if rows is None:
                     chunk = slice_chunk(chunk, spec.start + spec.skip, spec.stop)
                 else:
                     chunk = take_rows(chunk, rows, allocate=self.memory.empty)
+                copied_from.append(chunk)
                 chunk = chunk_to_device(chunk, device)
             else:
                 backend = backend_for(parts[0])
@@ -104,6 +110,7 @@ class ChunkMaker(Node[tuple[dict, int]]):
             # Complete before the consumer's stream reads it (and before pinned host
             # buffers of this chunk can be handed out again).
             stream.synchronize()
+        del copied_from
         return chunk, spec.num_rows
 
     def get_state(self) -> dict[str, Any]:

@@ -203,9 +203,7 @@ def merge_counts(partials: list[tuple[Any, int]], split_every: int | None = None
 def _sum_counts(frames: list[Any]) -> Any:
     if len(frames) == 1:
         return frames[0]
-    combined = backend_for(frames[0]).concat_rows(frames)
-    value_columns = [c for c in combined.columns if c != COUNT]
-    return combined.groupby(value_columns, dropna=False, sort=False)[COUNT].sum().reset_index()
+    return backend_for(frames[0]).sum_counts(frames, COUNT)
 
 
 def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | None) -> pd.DataFrame:
@@ -221,8 +219,9 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
     # A lexicographic sort as successive stable sorts, least significant key first: with
     # millions of distinct strings this is several times faster than a multi-key sort_values.
     order = np.arange(len(counts))
-    for name in reversed(value_columns):
-        order = order[_stable_argsort(counts[name].take(order))]
+    if not _ascending_strings(counts, value_columns):
+        for name in reversed(value_columns):
+            order = order[_stable_argsort(counts[name].take(order))]
     order = order[np.argsort(-counts[COUNT].to_numpy()[order], kind="stable")]
     vocab = counts.take(order)
     if limit is not None:
@@ -231,6 +230,23 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
     for name in value_columns:
         vocab[name] = _plain_dtype(vocab[name])
     return vocab
+
+
+def _ascending_strings(counts: pd.DataFrame, value_columns: list[str]) -> bool:
+    # Count tables of strings arrive sorted by value (the pandas engine counts and merges
+    # them that way): checking takes one pass, sorting millions of strings many.
+    if value_columns != ["value"] or not dtypes.is_string(get_backend("pandas").canonical_dtype(counts["value"].dtype)):
+        return False
+    from tabflow.backends._string_table import (
+        is_sorted_unique,  # numba: compiled on first use
+    )
+    from tabflow.backends.pandas_backend import string_buffers
+
+    try:
+        data, offsets, valid = string_buffers(counts["value"])
+    except TypeError:
+        return False
+    return bool(valid.all()) and is_sorted_unique(data, offsets)
 
 
 def _stable_argsort(series: pd.Series) -> np.ndarray:

@@ -41,14 +41,14 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from typing import Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from tabflow.ops._vocab import COUNT, NULL_INDEX, OOV_INDEX, PAD_INDEX, Unit
 
-__all__ = ["STAT_DIR", "unique_table", "meta_table", "unique_path", "write_vocabularies"]
+__all__ = ["STAT_DIR", "unique_table", "meta_table", "unique_path", "write_vocabularies", "copy_vocabularies"]
 
 #: Sub-directory of ``out_path`` holding the files (NVTabular's name).
 STAT_DIR = "categories"
@@ -96,6 +96,29 @@ def write_vocabularies(
     A key whose ``split_out`` is above 1 gets a directory of at most that many part files
     (never more parts than rows, and at least one so that the columns can be read).
     """
+    writers = []
+    for key, (unique, meta) in tables.items():
+        writers.append((unique_path(out_path, key), lambda staged, t=unique, k=key: _write_unique(t, staged, int(split_out.get(k, 1)))))
+        writers.append((_meta_path(out_path, key), lambda staged, t=meta: t.to_parquet(staged, index=False)))
+    _publish(out_path, writers)
+    return {key: unique_path(out_path, key) for key in tables}
+
+
+def copy_vocabularies(source: str | os.PathLike, target: str | os.PathLike, keys: Sequence[str]) -> None:
+    """Copy the files of vocabularies ``keys`` from under ``source`` to under ``target``
+    (both ``out_path`` directories), all complete before any is renamed into place."""
+    writers = []
+    for key in keys:
+        for path_of in (unique_path, _meta_path):
+            origin = path_of(source, key)
+            copy = shutil.copytree if os.path.isdir(origin) else shutil.copyfile
+            writers.append((path_of(target, key), lambda staged, o=origin, c=copy: c(o, staged)))
+    _publish(target, writers)
+
+
+def _publish(out_path: str | os.PathLike, writers: Sequence[tuple[str, Callable[[str], object]]]) -> None:
+    """Run each ``(target, write)``: ``write(staged path)``, then rename every staged file
+    into place once all are written."""
     directory = os.path.join(os.fspath(out_path), STAT_DIR)
     os.makedirs(directory, exist_ok=True)
     # Staging inside the target directory keeps every rename on one file system, where a
@@ -104,20 +127,14 @@ def write_vocabularies(
     os.mkdir(staging)
     try:
         moves = []
-        for key, (unique, meta) in tables.items():
-            target = unique_path(out_path, key)
+        for target, write in writers:
             staged = os.path.join(staging, os.path.basename(target))
-            _write_unique(unique, staged, int(split_out.get(key, 1)))
-            moves.append((staged, target))
-            target = _meta_path(out_path, key)
-            staged = os.path.join(staging, os.path.basename(target))
-            meta.to_parquet(staged, index=False)
+            write(staged)
             moves.append((staged, target))
         for staged, target in moves:
             _move_into_place(staged, target, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {key: unique_path(out_path, key) for key in tables}
 
 
 def _write_unique(table: pd.DataFrame, path: str, split_out: int) -> None:

@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric
 from tabflow.ops.hash_bucket import categorical_column
@@ -94,6 +95,22 @@ class Bucketize(Operator):
                 bucket = bucket.mask(backend.series(null, index=df.index, name=name))
             out[name] = bucket
         return backend.frame_from_dict(out, index=df.index)
+
+    def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
+        if callable(self.boundaries) and not isinstance(self.boundaries, Mapping):
+            return None  # a user function: transform asks it for the boundaries every time
+
+        def make(names: list[str], source: str, target: str) -> Any:
+            bounds = [np.asarray(self._boundaries(name), dtype=np.float64) for name in names]
+
+            def bucketize(block: Block) -> Block:
+                values = floats(block)
+                index = np.stack([np.searchsorted(b, row, side="right") for b, row in zip(bounds, values)]).astype(np.int32)
+                return Block(index.reshape(values.shape), np.isnan(values) if is_masked(target) else None)
+
+            return bucketize
+
+        return elementwise_kernels(col_selector.names, input_schema, lambda name, source: _output_dtype(source), make)
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         column = super().compute_column_schema(col_name, input_schema)

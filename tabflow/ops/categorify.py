@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import warnings
 from typing import Any, Mapping
@@ -10,8 +11,9 @@ import dask.utils
 import numpy as np
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops import _vocab, _vocab_files
+from tabflow.ops import _vocab, _vocab_files, _vocab_kernels
 from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
 from tabflow.ops.embedding_sizes import (
     get_embedding_sizes,  # also importable from here, as in NVTabular
@@ -418,23 +420,15 @@ class Categorify(StatOperator):
 
     def fit_finalize(self, partial: dict[str, Any]) -> None:
         vocabs, slots, nulls, encodings, combos, observed = {}, {}, {}, {}, {}, {}
-        for key, entry in partial.items():
+        # The vocabularies sort independently, mostly in Arrow and NumPy kernels that release
+        # the GIL: building them side by side uses every core for the longest serial step.
+        built = _in_threads(self._finalize_unit, [(entry["unit"], entry["counts"]) for entry in partial.values()])
+        for (key, entry), (vocab, null_count, unit_observed) in zip(partial.items(), built):
             unit = entry["unit"]
-            n_oov = self._n_oov(unit)
-            if entry["counts"] is None:
-                vocabs[key] = _vocab.user_vocabulary(self._user_vocab(unit))
-                nulls[key] = 0
-            else:
-                counts, nulls[key] = entry["counts"]
-                counts = backend_for(counts).to_host(counts)
-                self._warn_if_large(key, counts)
-                max_size = _vocab.per_column(self.max_size, unit, 0)
-                limit = max_size - 2 - n_oov if max_size else None
-                threshold = _vocab.per_column(self.freq_threshold, unit, 0)
-                vocabs[key] = _vocab.build_vocabulary(counts, threshold, limit)
-                kept = int(vocabs[key][_vocab.COUNT].sum())
-                observed[key] = (nulls[key], int(counts[_vocab.COUNT].sum()) - kept, kept)
-            slots[key] = n_oov
+            vocabs[key], nulls[key] = vocab, null_count
+            if unit_observed is not None:
+                observed[key] = unit_observed
+            slots[key] = self._n_oov(unit)
             encodings.update({name: key for name in unit.outputs})
             if unit.combo:
                 combos[key] = list(unit.inputs)
@@ -446,6 +440,20 @@ class Categorify(StatOperator):
         self.encodings_, self.combo_inputs_ = encodings, combos
         self.offsets_ = _single_table_offsets(vocabs, slots) if self.single_table else {}
         self._tables = {}
+
+    def _finalize_unit(self, unit: _vocab.Unit, unit_counts: Any) -> tuple[Any, int, tuple[int, int, int] | None]:
+        """``(vocabulary, null count, (nulls, dropped, kept) or None)`` of one unit."""
+        if unit_counts is None:
+            return _vocab.user_vocabulary(self._user_vocab(unit)), 0, None
+        counts, null_count = unit_counts
+        counts = backend_for(counts).to_host(counts)
+        self._warn_if_large(unit.key, counts)
+        max_size = _vocab.per_column(self.max_size, unit, 0)
+        limit = max_size - 2 - self._n_oov(unit) if max_size else None
+        threshold = _vocab.per_column(self.freq_threshold, unit, 0)
+        vocab = _vocab.build_vocabulary(counts, threshold, limit)
+        kept = int(vocab[_vocab.COUNT].sum())
+        return vocab, null_count, (null_count, int(counts[_vocab.COUNT].sum()) - kept, kept)
 
     def _warn_if_large(self, key: str, counts: Any) -> None:
         size = int(counts.memory_usage(deep=True, index=True).sum())
@@ -475,6 +483,36 @@ class Categorify(StatOperator):
         super().clear()
         self._tables = {}
 
+    def set_storage_path(self, new_path: str | os.PathLike, copy: bool = False) -> None:
+        """Point ``out_path`` at ``new_path``, first copying the vocabulary files there when
+        ``copy`` (as NVTabular's did; :meth:`tabflow.Workflow.save` bundles them so, and
+        :meth:`~tabflow.Workflow.load` points the op at the loaded directory).
+
+        Without ``out_path`` the op writes no files (its vocabularies are saved with the
+        workflow), so nothing moves; without ``copy``, ``out_path`` moves only to a
+        directory that holds the files.
+
+        Examples
+        --------
+        >>> import os, tempfile, pandas as pd
+        >>> import tabflow as nvt
+        >>> from tabflow import ops
+        >>> op = ops.Categorify(out_path=tempfile.mkdtemp())
+        >>> _ = nvt.Workflow(["c"] >> op).fit(pd.DataFrame({"c": ["a", "b", "a"]}))
+        >>> bundle = tempfile.mkdtemp()
+        >>> op.set_storage_path(bundle, copy=True)
+        >>> op.out_path == bundle, pd.read_parquet(op.categories["c"])["c"].tolist()
+        (True, ['a', 'b'])
+        """
+        if self.out_path is None or os.path.abspath(new_path) == os.path.abspath(self.out_path):
+            return
+        keys = list(getattr(self, "vocabs_", {}))
+        if copy and keys:
+            _vocab_files.copy_vocabularies(self.out_path, new_path, keys)
+        elif keys and not all(os.path.exists(_vocab_files.unique_path(new_path, key)) for key in keys):
+            return
+        self.out_path = new_path
+
     # --------------------------------------------------------------- transform
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         self.check_is_fitted()
@@ -486,6 +524,12 @@ class Categorify(StatOperator):
             offset = 2 + self.oov_slots_[unit.key]
             out.update(_vocab.encode_unit(df, unit, table, offset, self.oov_slots_[unit.key], dtype, self._shift(unit.key)))
         return backend.frame_from_dict(out, index=df.index)
+
+    def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
+        self.check_is_fitted()
+        units = self._units(col_selector)
+        shifts = {unit.key: self._shift(unit.key) for unit in units}
+        return _vocab_kernels.categorify_kernels(units, input_schema, self.vocabs_, self.oov_slots_, shifts, self.output_dtype)
 
     def _table(self, key: str, backend: Any) -> Any:
         # One hash table per vocabulary and engine, built on first use and shared by the
@@ -540,6 +584,17 @@ class Categorify(StatOperator):
             if self.out_path is not None:
                 properties["cat_path"] = _vocab_files.unique_path(self.out_path, unit.key)
         return column.with_properties(**properties)
+
+
+def _in_threads(function: Any, arguments: list[tuple]) -> list[Any]:
+    """``[function(*a) for a in arguments]``, run by up to one thread per core."""
+    workers = min(len(arguments), os.cpu_count() or 1)
+    if workers <= 1:
+        return [function(*a) for a in arguments]
+    # Warning filters are process-wide state, so warnings raised in the threads (a vocabulary
+    # over cardinality_memory_limit) reach the caller's filters as in a plain loop.
+    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tabflow-vocabulary") as pool:
+        return list(pool.map(lambda a: function(*a), arguments))
 
 
 def _single_table_offsets(vocabs: dict[str, Any], slots: dict[str, int]) -> dict[str, int]:

@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
+from tabflow.schema.dtypes import unmasked_dtype
 
 __all__ = ["Clip"]
 
@@ -71,6 +73,31 @@ class Clip(Operator):
             lower, upper = _bounds_for(target, self.min_value, self.max_value)
             out[name] = column.clip(lower=lower, upper=upper)
         return backend.frame_from_dict(out, index=df.index)
+
+    def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
+        def make(names: list[str], source: str, target: str) -> Any:
+            lower, upper = _bounds_for(target, self.min_value, self.max_value)
+            value_type = np.dtype(unmasked_dtype(target)).type
+            if any(bound is not None and value_type(bound) != bound for bound in (lower, upper)):
+                return None  # pandas would widen the column to hold the bound
+
+            def clip(block: Block) -> Block:
+                # pandas' clip keeps a value unless it compares beyond a bound, so NaN and -0.0
+                # stay as they are (np.clip would not promise that).
+                values, nulls = block.values, block.nulls
+                if target != source:
+                    values, nulls = floats(block), None
+                if lower is not None:
+                    values = np.where(values < lower, lower, values)
+                if upper is not None:
+                    values = np.where(values > upper, upper, values)
+                return Block(values, nulls)
+
+            return clip
+
+        return elementwise_kernels(
+            col_selector.names, input_schema, lambda name, source: self._clipped_dtype(source), make
+        )
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         column = super().compute_column_schema(col_name, input_schema)

@@ -51,7 +51,8 @@ class DifferenceLag(Operator):
 
     @property
     def dependencies(self) -> list[Any]:
-        return [self.partition_cols]
+        # Each entry is a dependency of its own (a name or a node), as NVTabular read them.
+        return list(self.partition_cols) if isinstance(self.partition_cols, (list, tuple)) else [self.partition_cols]
 
     def _shifts(self) -> list[int]:
         return [self.shift] if isinstance(self.shift, int) else list(self.shift)

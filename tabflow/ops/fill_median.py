@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import require_numeric, warn_no_finite_values
-from tabflow.ops.fill_missing import FillsNulls, fill_columns
+from tabflow.ops.fill_missing import FillsNulls, fill_columns, fill_kernels
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema
 
@@ -92,6 +93,10 @@ class FillMedian(FillsNulls, StatOperator):
 
     def filled_dtype(self, dtype: str) -> str:
         return _median_dtype(dtype)
+
+    def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
+        self.check_is_fitted()
+        return fill_kernels(col_selector.names, input_schema, self.medians_, self.add_binary_cols, _median_dtype)
 
 
 def _median_dtype(dtype: str, fill_value: Any = None) -> str:

@@ -5,10 +5,14 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any, Callable
 
+import numpy as np
+
 from tabflow.backends import backend_for
+from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats, null_mask
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
+from tabflow.schema import dtypes as _dtypes
 
 __all__ = ["FillMissing"]
 
@@ -89,6 +93,10 @@ class FillMissing(FillsNulls, Operator):
     def filled_dtype(self, dtype: str) -> str:
         return filled_dtype(dtype, self.fill_val)
 
+    def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
+        names = col_selector.names
+        return fill_kernels(names, input_schema, {n: self.fill_val for n in names}, self.add_binary_cols)
+
 
 # Helpers shared with FillMedian: both ops fill and flag nulls the same way.
 
@@ -138,6 +146,55 @@ def fill_columns(
         column = column.fillna(value)
         out[name] = column if target == backend.canonical_dtype(column.dtype) else backend.astype(column, target)
     return backend.frame_from_dict({**out, **flags}, index=df.index)
+
+
+def fill_kernels(
+    names: list[str],
+    input_schema: Schema,
+    fill_values: dict[str, Any],
+    add_binary_cols: bool,
+    target_dtype: Callable[[str, Any], str] = filled_dtype,
+) -> list[Kernel] | None:
+    """The array kernels of :func:`fill_columns` (None where a fill value would make pandas
+    change the dtype or refuse)."""
+
+    def make(group: list[str], source: str, target: str) -> Any:
+        fills = [fill_values[name] for name in group]
+        if _dtypes.is_string(source):
+            filling = np.array([[str(value)] for value in fills], dtype=object)
+            return lambda block: Block(np.where(block.values == None, filling, block.values))  # noqa: E711
+        if source == target and not _dtypes.is_float(source):
+            return lambda block: block  # a plain integer or boolean column has no nulls to fill
+        if any(isinstance(value, bool) for value in fills) and target != "bool":
+            return None
+        value_type = np.dtype(target).type
+        if np.dtype(target).kind in "iu" and any(
+            not float(value).is_integer() or not np.iinfo(target).min <= value <= np.iinfo(target).max for value in fills
+        ):
+            return None  # transform refuses (or pandas changes the dtype)
+        with np.errstate(over="ignore"):  # 1e300 for a float32 column: inf, as transform gives
+            filling = np.array([[value_type(value)] for value in fills])
+        if target != source and target.startswith("float"):
+            # Masked integers or booleans filled with a float: converted first, as transform does.
+            def fill_floats(block: Block) -> Block:
+                values = floats(block)
+                return Block(np.where(np.isnan(values), filling, values))
+
+            return fill_floats
+        return lambda block: Block(np.where(null_mask(block, source), filling, block.values))
+
+    kernels = elementwise_kernels(names, input_schema, lambda name, source: target_dtype(source, fill_values[name]), make)
+    if kernels is None or not add_binary_cols:
+        return kernels
+    flags = [
+        Kernel(kernel.inputs, tuple(f"{name}{FILLED_SUFFIX}" for name in kernel.outputs), "bool", _flagger(str(input_schema[kernel.outputs[0]].dtype)))
+        for kernel in kernels
+    ]
+    return kernels + flags
+
+
+def _flagger(source: str) -> Callable[[Block], Block]:
+    return lambda block: Block(null_mask(block, source).copy())
 
 
 def _require_fillable(input_schema: Schema, col_selector: ColumnSelector, op_name: str) -> None:

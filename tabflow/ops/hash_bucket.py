@@ -8,6 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, hashes
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._vocab import embedding_dimension
 from tabflow.ops.operator import Operator
@@ -77,6 +78,15 @@ class HashBucket(Operator):
                 hashed = backend.hash_values(column)
                 out[name] = backend.series((hashed % buckets).astype(dtype), index=df.index, name=name)
         return backend.frame_from_dict(out, index=df.index)
+
+    def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
+        def make(names: list[str], source: str, target: str) -> Any:
+            counts = np.array([[buckets_for(self.num_buckets, name, "HashBucket")] for name in names], dtype=np.uint64)
+            return lambda block: Block((hashes(block, source) % counts).astype(target))
+
+        return elementwise_kernels(
+            col_selector.names, input_schema, lambda name, source: bucket_dtype(buckets_for(self.num_buckets, name, "HashBucket")), make
+        )
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         column = super().compute_column_schema(col_name, input_schema)

@@ -198,7 +198,7 @@ class JoinExternal(Operator):
         mapping.update({name: self._keys()[0] for name in self._ext_schema().column_names})
         return mapping
 
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector) -> Schema:
+    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Schema | None = None) -> Schema:
         return Schema([*(input_schema[n] for n in col_selector.names), *self._ext_schema()])
 
 

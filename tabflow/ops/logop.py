@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import map_values, require_numeric
 from tabflow.ops.operator import Operator
@@ -51,6 +52,15 @@ class LogOp(Operator):
                 # float32 first, as NVTabular computed it.
                 out[name] = map_values(backend, df[name], lambda values: np.log(backend.to_float(values, "float32") + 1))
         return backend.frame_from_dict(out, index=df.index)
+
+    def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
+        def log(block: Block) -> Block:
+            # float64 first (nulls as NaN), then float32 plus one: the steps transform takes.
+            return Block(np.log(floats(block).astype(np.float32) + 1))
+
+        return elementwise_kernels(
+            col_selector.names, input_schema, lambda name, source: "float32", lambda names, source, target: log
+        )
 
     @property
     def output_dtype(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tabflow.graph.kernels import Kernel, renaming_kernels
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import Schema
@@ -67,6 +68,9 @@ class Rename(Operator):
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         return df[col_selector.names].rename(columns=self._mapping(col_selector))
+
+    def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
+        return renaming_kernels(self._mapping(col_selector), input_schema)
 
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         return {new: [old] for old, new in self._mapping(col_selector).items()}

@@ -435,7 +435,8 @@ class DatasetGen:
         return self._to_engine(columns)
 
     def _to_engine(self, columns: Mapping[str, Any]) -> Any:
-        return get_backend(self.engine).from_host(_HOST.frame_from_dict(columns))
+        # Copies only columns on read-only memory (Arrow buffers): users edit these frames.
+        return get_backend(self.engine).from_host(_HOST.writable(_HOST.frame_from_dict(columns)))
 
     def _entries(self, cardinality: int, min_size: int | None, max_size: int | None, avg_size: float | None, first_code: int) -> np.ndarray:
         low = DEFAULT_MIN_ENTRY_SIZE if min_size is None else int(min_size)

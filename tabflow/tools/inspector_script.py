@@ -25,7 +25,7 @@ import contextlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "parse_args", "main"]
 
 
 def _fraction(text: str) -> float:
@@ -73,7 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command's arguments (``sys.argv`` when ``argv`` is None), as NVTabular's
+    ``main(parse_args())`` reads them.
+
+    Examples
+    --------
+    >>> from tabflow.tools.inspector_script import parse_args
+    >>> parse_args(["-i", "data", "-c", "columns.json", "-f", "csv"]).format
+    'csv'
+    """
+    return build_parser().parse_args(argv)
+
+
+def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:
     """Run the inspector command; returns the exit status.
 
     Examples
@@ -98,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tabflow.tools.dataset_inspector import DatasetInspector
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = argv if isinstance(argv, argparse.Namespace) else parser.parse_args(argv)
     try:
         columns = read_json(args.config_file, "column config")
     except LoadError as err:

@@ -281,6 +281,24 @@ def test_from_arrow_keeps_plain_numeric_columns_as_views():
     assert str(planned_wider["i"].dtype) == "float64" and planned_wider["i"].tolist() == [1.0, 2.0, 3.0]
 
 
+def test_from_arrow_nullable_integers_and_strings_equal_pandas_conversion():
+    backend = get_backend("pandas")
+    # Chunks that are slices, empty, or hold nulls: each value lands in its row.
+    values = pa.chunked_array([pa.array([5, None, 7, 8], pa.int64()).slice(1), pa.array([], pa.int64()), [None, 2**40]])
+    small = pa.chunked_array([pa.array([1, None], pa.uint8()), pa.array([255], pa.uint8())])
+    words = pa.chunked_array([pa.array(["a", None, "日本"], pa.large_string()), pa.array(["", "z"], pa.large_string())])
+    frame = backend.from_arrow(pa.table({"n": values, "w": words}), {"n": "Int64", "w": "string"})
+    pd.testing.assert_series_equal(frame["n"], pd.Series([None, 7, 8, None, 2**40], dtype="Int64", name="n"))
+    pd.testing.assert_series_equal(
+        frame["w"], pd.Series(["a", None, "日本", "", "z"], dtype=pd.StringDtype("pyarrow"), name="w")
+    )
+    unsigned = backend.from_arrow(pa.table({"u": small}), {"u": "UInt8"})["u"]
+    pd.testing.assert_series_equal(unsigned, pd.Series([1, None, 255], dtype="UInt8", name="u"))
+    # The strings' bytes are not copied.
+    held = pa.chunked_array(pa.array(frame["w"].array))
+    assert held.chunk(0).buffers()[2].address == words.chunk(0).buffers()[2].address
+
+
 def test_lists_from_user_functions_are_observed_whatever_the_labels():
     pandas = get_backend("pandas")
     unnamed = pd.Series([["a"], ["b", "c"]])  # a user function may return an unnamed series

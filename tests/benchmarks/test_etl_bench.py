@@ -19,10 +19,13 @@ def etl():
 
 
 def test_benchmark_prints_throughput_memory_and_ratio(etl, tmp_path, capsys):
-    assert etl.main(["--rows", "20000", "--workdir", str(tmp_path), "--part-size", "1MB"]) == 0
+    # --check compares the hand-written pandas ETL's output with tabflow's, value for value.
+    args = ["--rows", "20000", "--workdir", str(tmp_path), "--part-size", "1MB", "--baselines", "pandas", "--check"]
+    assert etl.main(args) == 0
     out = capsys.readouterr().out
-    assert "ratio tabflow / pyarrow floor:" in out and "(target <= 3x)" in out
+    assert "ratio tabflow / pyarrow floor:" in out and "(target <= 2x)" in out
     assert "tabflow fit:" in out and "tabflow transform + write:" in out and "peak RSS" in out
+    assert "ratio tabflow / pandas time:" in out and "check: pandas wrote the same 20,000 rows as tabflow" in out
     # The generated data are cached in the work directory and reused by the next run.
     (data_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("criteo-")]
     marker = data_dir / "_GENERATED"
@@ -36,3 +39,9 @@ def test_every_named_workflow_builds(etl):
     options = etl.parse_args(["--rows", "10"])
     for name, build in etl.WORKFLOWS.items():
         assert build(options).output_node is not None, name
+
+
+def test_vocabulary_scaling_reports_each_size(etl, tmp_path, capsys):
+    assert etl.main(["--cardinality", "2000,5000", "--workdir", str(tmp_path), "--baselines", ""]) == 0
+    out = capsys.readouterr().out
+    assert "2,000" in out and "5,000" in out and "peak RSS" in out

@@ -199,7 +199,9 @@ def test_to_parquet_round_trip_with_schema_and_summary(store, frame):
     ds = nvt.Dataset(frame, npartitions=3)
     files = ds.to_parquet(store.at("out"), output_files=2, cats=["s"], labels=["x"], storage_options=store.storage_options)
     assert files == [store.at("out", "part_0.parquet"), store.at("out", "part_1.parquet")]
-    assert store.listing("out") == [".merlin/schema.json", "_metadata", "_schema.json", "part_0.parquet", "part_1.parquet"]
+    assert store.listing("out") == [
+        ".merlin/schema.json", "_file_list.txt", "_metadata", "_metadata.json", "_schema.json", "part_0.parquet", "part_1.parquet",
+    ]
     with store.fs.open(store.path("out", "_metadata"), "rb") as handle:
         assert pq.read_metadata(handle).num_rows == 120
     back = nvt.Dataset(store.at("out"), storage_options=store.storage_options)
@@ -217,7 +219,7 @@ def test_rewrite_replaces_a_previous_dataset_only(store, frame):
     options = store.storage_options
     nvt.Dataset(frame, npartitions=4).to_parquet(store.at("out"), storage_options=options)
     nvt.Dataset(frame.iloc[:10]).to_parquet(store.at("out"), storage_options=options)
-    assert store.listing("out") == [".merlin/schema.json", "_metadata", "_schema.json", "part_0.parquet"]
+    assert store.listing("out") == [".merlin/schema.json", "_file_list.txt", "_metadata", "_metadata.json", "_schema.json", "part_0.parquet"]
     assert nvt.Dataset(store.at("out"), storage_options=options).compute()["a"].tolist() == list(range(10))
     store.fs.pipe(store.path("project", "notes.txt"), b"keep me")
     with pytest.raises(SaveError, match="non-empty directory that does not hold a tabflow dataset"):
@@ -274,7 +276,7 @@ def test_a_half_published_output_is_replaced_not_refused(store, frame):
     store.fs.pipe(store.path("out", "part_0.parquet"), b"half")
     store.fs.pipe(store.path("out", ".tabflow-publishing"), b"some-host\n1\n")
     nvt.Dataset(frame).to_parquet(store.at("out"), storage_options=store.storage_options)
-    assert store.listing("out") == [".merlin/schema.json", "_metadata", "_schema.json", "part_0.parquet"]
+    assert store.listing("out") == [".merlin/schema.json", "_file_list.txt", "_metadata", "_metadata.json", "_schema.json", "part_0.parquet"]
     assert nvt.Dataset(store.at("out"), storage_options=store.storage_options).num_rows == 120
 
 

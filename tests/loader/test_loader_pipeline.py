@@ -356,8 +356,16 @@ def test_reading_threads_convert_into_the_loaders_memory(dataset):
     # in the pool was handed to the reading threads, which must share the loader's pool (it
     # is the pinned one on a GPU, and shutdown() releases it).
     itr = _itr(dataset, batch_size=37, shuffle=False, parts_per_chunk=1)
+    pool, requests = itr._memory, []
+
+    def recorded(shape, dtype):
+        requests.append((tuple(shape), threading.current_thread().name))
+        return type(pool).empty(pool, shape, dtype)
+
+    pool.empty = recorded
     list(itr)
-    shapes = {array.shape for array in itr._memory._arrays}
-    assert shapes and all(len(shape) == 2 and shape[1] in (3, 2) for shape in shapes)
+    assert requests and all(len(shape) == 2 and shape[1] in (3, 2) for shape, _ in requests)
+    assert all(thread.startswith("tabflow-read") for _, thread in requests)
+    assert len(pool) > 0
     itr.shutdown()
-    assert len(itr._memory) == 0
+    assert len(pool) == 0

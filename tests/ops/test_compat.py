@@ -50,6 +50,43 @@ def test_setting_an_inert_argument_warns_at_construction_and_changes_nothing(op_
         op_class(**REQUIRED.get(op_class, {}))  # defaults: silent
 
 
+@pytest.mark.parametrize("op_class", list(INERT), ids=lambda c: c.__name__)
+def test_each_inert_argument_warns_once_per_process_whatever_the_filters(op_class):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # shows every warning each time: the op must not repeat itself
+        for _ in range(3):
+            for name, value in INERT[op_class].items():
+                op_class(**REQUIRED.get(op_class, {}), **{name: value})
+            op_class(**REQUIRED.get(op_class, {}), **INERT[op_class])
+            op_class(**REQUIRED.get(op_class, {}))
+    named = [str(w.message).split("(")[1].split("=")[0] for w in caught]
+    assert sorted(named) == sorted(INERT[op_class])  # each argument once, in the first construction
+    assert all(__file__ == w.filename for w in caught)  # pointing at the line that built the op
+
+
+def test_a_loaded_workflow_does_not_warn_again(tmp_path):
+    frame = pd.DataFrame({"c": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]})
+    with pytest.warns(UserWarning, match="on_host"):
+        workflow = nvt.Workflow(["c"] >> ops.JoinGroupby(cont_cols=["x"], on_host=False)).fit(frame)
+    workflow.save(str(tmp_path / "wf"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = nvt.Workflow.load(str(tmp_path / "wf"))
+        clone = loaded.ops[0].clone()
+    assert clone.on_host is False
+    pd.testing.assert_frame_equal(loaded.transform(frame), workflow.transform(frame))
+
+
+def test_extra_nvtabular_keywords_warn_once_each():
+    table = pd.DataFrame({"k": [1], "v": [2.0]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ops.JoinExternal(table, on="k", suffixes=("_a", "_b"))
+        ops.JoinExternal(table, on="k", suffixes=("_a", "_b"), validate="m:1")
+        ops.JoinExternal(table, on="k", validate="m:1")
+    assert [str(w.message).split(" has")[0] for w in caught] == ["JoinExternal(suffixes)", "JoinExternal(validate)"]
+
+
 def test_inert_arguments_give_the_same_output():
     frame = pd.DataFrame({"c": ["a", "b", "a", None], "x": [1.0, 2.0, 3.0, 4.0]})
     with warnings.catch_warnings():

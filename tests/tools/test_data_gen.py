@@ -300,7 +300,7 @@ def test_engines_give_the_same_data(engine):
 
 @pytest.mark.skipif(gpu_available(), reason="cuDF is installed here")
 def test_gpu_without_cudf_names_the_fix():
-    with pytest.raises(ImportError, match=r"pip install 'tabflow\[gpu\]'"):
+    with pytest.raises(ImportError, match=r'pip install "tabflow-etl\[gpu-cu12\]"'):
         DatasetGen(UniformDistro(), cpu=False)
 
 

@@ -1,4 +1,10 @@
-"""CSV and other delimited text: dask's block-splitting text reader, with stable dtypes.
+"""CSV and other delimited text: pyarrow's multithreaded parser with pandas' semantics.
+
+Text is parsed by pyarrow (see :mod:`tabflow.io.readers._arrow_text`) whenever it can read
+the options as pandas does; otherwise (``comment=``, ``thousands=``, a regex separator, ...,
+and on the cuDF engine, which parses on the GPU) by the engine's ``read_csv_ddf`` (dask's
+block-splitting reader), exactly as before. Either way a file is split into ``part_size``
+byte ranges, and each column has one dtype in every partition.
 
 Examples
 --------
@@ -18,8 +24,14 @@ import functools
 import os
 from typing import Any, Mapping, Sequence
 
-from tabflow.backends import backend_for
 from tabflow.io.fs import is_remote
+from tabflow.io.readers._arrow_text import (
+    COMPRESSED_SUFFIXES,
+    check_csv_header,
+    parse_hex_columns,
+    read_text_ddf,
+    text_syntax,
+)
 from tabflow.io.readers._shared import DatasetReadError, require_unique_names
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.schema.dtypes import nullable_dtype
@@ -42,20 +54,45 @@ def read_text(
     paths: Sequence[str], options: ReadOptions, sep: str, names: Sequence[str] | None, header: Any,
     dtypes: Mapping[str, str],
 ) -> Source:
-    """Delimited text read with these parser settings (the CSV and Criteo readers' shared body)."""
+    """Delimited text read with these parser settings (the CSV and Criteo readers' shared body).
+
+    pyarrow parses it when it can read the options as pandas does (each partition then
+    readable directly); otherwise :func:`read_csv_ddf` reads it with pandas.
+    """
+    backend = options.backend
     extra = dict(options.extra)
+    syntax = None if backend.parses_csv else text_syntax(sep, names, header, extra)
+    if syntax is not None:
+        _require_readable(paths)
+        planned = read_text_ddf(
+            list(paths), syntax, options.partition_bytes(), backend, names=names, dtypes=dtypes,
+            hex_columns=options.hex_columns, usecols=extra.get("usecols"), storage_options=options.storage_options,
+        )
+        if planned is not None:
+            ddf, (reader, pieces) = planned
+            return Source(ddf, backend.name, direct=(reader, pieces), partition_sources=functools.partial(_piece_files, pieces))
     if options.storage_options:
         extra["storage_options"] = dict(options.storage_options)
     read = functools.partial(
-        read_csv_ddf, part_size=options.partition_bytes(), backend=options.backend, sep=sep, names=names,
+        read_csv_ddf, part_size=options.partition_bytes(), backend=backend, sep=sep, names=names,
         header=header, dtypes=dtypes, hex_columns=options.hex_columns, **extra,
     )
-    return Source(read(paths), options.backend.name, partition_sources=functools.partial(_block_files, paths, read))
+    return Source(read(paths), backend.name, partition_sources=functools.partial(_block_files, paths, read))
+
+
+def _piece_files(pieces: Sequence[tuple]) -> list[str]:
+    return [piece[0] for piece in pieces]
 
 
 def _block_files(paths: Sequence[str], read: Any) -> list[str]:
     # The reader splits each file into blocks on its own: read the plan file by file.
     return [path for path in paths for _ in range(read([path]).npartitions)]
+
+
+def _require_readable(files: Sequence[str]) -> None:
+    for path in files:
+        if not is_remote(path) and not os.access(path, os.R_OK):
+            raise DatasetReadError(f"cannot read CSV file {path!r}: permission denied")
 
 
 def nullable_dtypes(dtypes: Mapping[str, str]) -> dict[str, str]:
@@ -84,24 +121,24 @@ def read_csv_ddf(
     hex_columns: Sequence[str] = (),
     **kwargs: Any,
 ):
-    """CSV (any separator, with a header or ``names=``) split into ``part_size`` blocks.
+    """CSV (any separator, with a header or ``names=``) split into ``part_size`` blocks by
+    the engine's own reader (``dask.dataframe.read_csv`` with pandas, ``dask_cudf`` with cuDF),
+    which takes every ``pandas.read_csv`` option.
 
     ``hex_columns`` hold hexadecimal strings (Criteo ids): they are read as strings and
     parsed to nullable int64, as cuDF's ``"hex"`` CSV dtype does. URLs are read through
     fsspec (``storage_options=`` in ``kwargs``).
     """
-    for path in files:
-        if not is_remote(path) and not os.access(path, os.R_OK):
-            raise DatasetReadError(f"cannot read CSV file {path!r}: permission denied")
+    _require_readable(files)
     dtypes = {**(dtypes or {}), **{name: "string" for name in hex_columns}}
     engine_dtypes = {k: backend.engine_dtype(v) for k, v in dtypes.items()}
     if names is not None and header == "infer":
         header = None
-    compression = "infer" if any(p.endswith((".gz", ".bz2", ".xz", ".zst")) for p in files) else None
+    compression = "infer" if any(p.endswith(COMPRESSED_SUFFIXES) for p in files) else None
     if names is not None:
         require_unique_names(list(names), "names=", "pass distinct names")
     elif files and header is not None:
-        _check_csv_header(files[0], sep, header, compression, kwargs)
+        check_csv_header(files[0], sep, header, compression, kwargs)
     blocksize = None if compression else part_size
     options = dict(sep=sep, names=list(names) if names else None, header=header, compression=compression, **kwargs)
     try:
@@ -119,48 +156,7 @@ def read_csv_ddf(
         if hex_columns:
             wanted = {str(n): backend.canonical_dtype(t) for n, t in ddf.dtypes.items()}
             wanted.update({name: "Int64" for name in hex_columns})
-            ddf = ddf.map_partitions(_parse_hex_columns, list(hex_columns), meta=backend.empty_frame(wanted))
+            ddf = ddf.map_partitions(parse_hex_columns, list(hex_columns), meta=backend.empty_frame(wanted))
         return ddf
     except (ValueError, OSError) as err:
         raise DatasetReadError(f"cannot read CSV files {list(files)[:3]}: {err}") from err
-
-
-def _check_csv_header(path: str, sep: str, header: Any, compression: Any, options: Mapping[str, Any]) -> None:
-    """DatasetReadError naming a column name that the header line of ``path`` repeats.
-
-    The CSV parsers rename a repeated name (``a``, ``a.1``), which would silently hand the
-    second column to code that asks for the first; the header line is read raw to see it.
-    """
-    import pandas as pd
-
-    if not isinstance(header, int) and header != "infer":
-        return  # a multi-line header: the parser reports its own problems
-    skip = options.get("skiprows", 0)
-    if not isinstance(skip, int):
-        return  # rows skipped by a list or a function: the header line is not known here
-    skip += 0 if header == "infer" else header
-    passed = {k: options[k] for k in ("quotechar", "escapechar", "comment", "encoding", "skipinitialspace", "storage_options") if k in options}
-    try:
-        first = pd.read_csv(
-            path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,
-            skiprows=skip, compression=compression or "infer", **passed,
-        )
-    except Exception:  # noqa: BLE001 - unreadable or empty: the real read reports it with its context
-        return
-    if len(first):
-        require_unique_names(
-            first.iloc[0].tolist(), f"the header of CSV file {path!r}",
-            "rename the repeated column in the file, or pass names=[...] with distinct names and header=0",
-            DatasetReadError,
-        )
-
-
-def _parse_hex_columns(frame: Any, names: list[str]) -> Any:
-    backend = backend_for(frame)
-    parsed = {}
-    for name in names:
-        try:
-            parsed[name] = backend.hex_to_int(frame[name])
-        except ValueError as err:
-            raise ValueError(f"column {name!r} read with dtype 'hex': {err}") from None
-    return frame.assign(**parsed)

@@ -1,0 +1,346 @@
+"""Columns as host NumPy arrays, for the serving plan (:mod:`tabflow.graph.serving`).
+
+A column is a pair ``(values, nulls)`` of NumPy arrays, one layout per canonical dtype:
+
+- NumPy numbers and ``bool``: ``values`` of that dtype, ``nulls`` None (a float's null is NaN);
+- masked integers (``Int64``, ``UInt8``, ...) and ``boolean``: ``values`` of the plain dtype
+  (anything under a null), ``nulls`` a bool array, True where the value is null;
+- ``string``: ``values`` an object array of ``str``, None where null; ``nulls`` None.
+
+Every other dtype (lists, date-times, masked floats, categoricals) has no array layout: the
+plan keeps such columns as pandas arrays. The conversions here are exact both ways, and
+:func:`conform` casts a request column to its fitted dtype exactly as
+:meth:`PandasBackend.conform_column <tabflow.backends.pandas_backend.PandasBackend.conform_column>`
+does (the common numeric cases with NumPy, the rest through that method). This module is
+the plan's only contact with pandas: requests come in and frames go out here.
+
+Examples
+--------
+>>> import pandas as pd
+>>> from tabflow.backends import _host_arrays
+>>> values, nulls = _host_arrays.from_pandas(pd.Series([4, None], dtype="Int64"), "Int64")
+>>> values.tolist(), nulls.tolist()
+([4, 0], [False, True])
+>>> _host_arrays.to_pandas(values, nulls, "Int64").tolist()
+[4, <NA>]
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tabflow.backends.pandas_backend import BACKEND
+from tabflow.schema import dtypes
+
+__all__ = [
+    "value_dtype", "has_mask", "engine_dtype", "canonical_dtype", "from_pandas", "to_pandas", "hash_values", "conform",
+    "conform_pandas", "from_cells", "conform_array", "from_python", "is_frame", "is_request", "request_frame", "frame",
+    "frame_column", "range_index",
+]
+
+# Integers beyond these magnitudes may not survive a trip through float64 / float32, the
+# types pandas gives a list mixing them with floats or None.
+_EXACT_FLOAT_INTEGERS = {"float64": 2**53, "float32": 2**24}
+# Request values that are columns of values, not one value.
+SEQUENCES = (list, tuple, np.ndarray, pd.Series, pd.api.extensions.ExtensionArray)
+
+
+@lru_cache(maxsize=None)
+def value_dtype(canonical: str) -> np.dtype | None:
+    """NumPy dtype of ``values`` for a canonical dtype, None when it has no array layout.
+
+    Examples
+    --------
+    >>> from tabflow.backends._host_arrays import value_dtype
+    >>> value_dtype("Int32"), value_dtype("string"), value_dtype("list<int64>")
+    (dtype('int32'), dtype('O'), None)
+    """
+    if dtypes.is_string(canonical):
+        return np.dtype(object)
+    plain = dtypes.MASKED.get(canonical, canonical)
+    if canonical in ("Float32", "Float64") or not isinstance(plain, str) or dtypes.is_list(plain):
+        return None
+    try:
+        dtype = np.dtype(plain)
+    except TypeError:
+        return None
+    return dtype if dtype.kind in "iufb" else None
+
+
+@lru_cache(maxsize=None)
+def has_mask(canonical: str) -> bool:
+    """True when a column of this dtype carries a ``nulls`` array (masked integers, boolean)."""
+    return dtypes.is_masked(canonical) and canonical not in ("Float32", "Float64")
+
+
+@lru_cache(maxsize=None)
+def engine_dtype(canonical: str) -> Any:
+    """The pandas dtype of a canonical dtype (the engine's, cached)."""
+    return BACKEND.engine_dtype(canonical)
+
+
+def from_pandas(column: Any, canonical: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(values, nulls)`` of a pandas series or array whose dtype is ``canonical``'s."""
+    array = column.array if isinstance(column, pd.Series) else column
+    if dtypes.is_string(canonical):
+        return np.asarray(array.to_numpy(dtype=object, na_value=None), dtype=object), None
+    if has_mask(canonical):
+        dtype = value_dtype(canonical)
+        return array.to_numpy(dtype=dtype, na_value=dtype.type(0)), np.asarray(array.isna(), dtype=bool)
+    return np.asarray(array), None
+
+
+def to_pandas(values: np.ndarray, nulls: np.ndarray | None, canonical: str) -> Any:
+    """A 1-D column as the array a pandas frame of the engine's dtype holds (NumPy array for
+    NumPy dtypes, a pandas extension array otherwise)."""
+    if dtypes.is_string(canonical):
+        return pd.array(values, dtype=engine_dtype(canonical))
+    if canonical == "boolean":
+        return pd.arrays.BooleanArray(np.ascontiguousarray(values, dtype=bool), np.ascontiguousarray(nulls))
+    if has_mask(canonical):
+        return pd.arrays.IntegerArray(np.ascontiguousarray(values), np.ascontiguousarray(nulls))
+    return values
+
+
+def hash_values(values: np.ndarray, nulls: np.ndarray | None, canonical: str) -> np.ndarray:
+    """tabflow's stable uint64 hash of each value of a 1-D column: the pandas engine's
+    ``hash_values`` of the same column, so buckets equal the batch path's."""
+    return BACKEND.hash_values(pd.Series(to_pandas(values, nulls, canonical)))
+
+
+# ------------------------------------------------------------------------- conforming
+def conform(series: pd.Series, canonical: str) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """``(values, nulls)`` of a request column cast to its fitted dtype ``canonical``, or None
+    when :meth:`conform_column` would leave it in another dtype (a value would change).
+
+    A ValueError from ``conform_column`` (a word in a numeric column) propagates.
+    """
+    target = engine_dtype(canonical)
+    dtype = series.dtype
+    if dtype == target:
+        return from_pandas(series, canonical)
+    if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
+        converted = conform_array(series.to_numpy(), canonical)
+        if converted is not None:
+            return converted
+    elif dtypes.is_string(canonical) and BACKEND.is_string_dtype(dtype):
+        values = _strings(series.array.to_numpy(dtype=object, na_value=None))
+        if values is not None:
+            return values, None
+    conformed = BACKEND.conform_column(series, canonical)
+    if conformed.dtype != target:
+        return None
+    return from_pandas(conformed, canonical)
+
+
+def conform_pandas(series: pd.Series, canonical: str) -> Any:
+    """A request column without array layout, conformed to ``canonical`` as the batch path
+    does, as a pandas array (a copy); None when it keeps another dtype."""
+    target = engine_dtype(canonical)
+    if series.dtype != target:
+        series = BACKEND.conform_column(series, canonical)
+        if series.dtype != target:
+            return None
+    return series.array.copy()
+
+
+def canonical_dtype(dtype: Any) -> str:
+    """The canonical name of a pandas dtype."""
+    return BACKEND.canonical_dtype(dtype)
+
+
+def from_cells(cells: Sequence[Any], shape: tuple[int, ...], source: Any, canonical: str) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """What :func:`conform` gives for cells read one by one (``frame.iat``, in ``shape``
+    order) from columns of pandas dtype ``source``; None when only the column can tell
+    (then :func:`conform` decides)."""
+    target = engine_dtype(canonical)
+    if dtypes.is_string(canonical):
+        if source != target and not BACKEND.is_string_dtype(source):
+            return None
+        strings = _strings(cells)
+        return (strings.reshape(shape), None) if strings is not None else None
+    if source == target:
+        if not has_mask(canonical):
+            return np.array(cells, dtype=value_dtype(canonical)).reshape(shape), None
+        nulls = [cell is pd.NA for cell in cells]
+        values = np.array([0 if null else cell for cell, null in zip(cells, nulls)], dtype=value_dtype(canonical))
+        return values.reshape(shape), np.array(nulls, dtype=bool).reshape(shape)
+    if isinstance(source, np.dtype) and source.kind in "iufb":
+        return conform_array(np.array(cells, dtype=source).reshape(shape), canonical)
+    return None
+
+
+def conform_array(values: np.ndarray, canonical: str) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """NumPy ``values`` (numbers or booleans, any shape) cast to ``canonical`` where no value
+    changes, as ``conform_column`` casts; None for a cast it would not make or that is left
+    to it (numbers to booleans and strings).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._host_arrays import conform_array
+    >>> conform_array(np.array([3.0, np.nan]), "Int64")
+    (array([3, 0]), array([False,  True]))
+    >>> conform_array(np.array([3.5]), "Int64") is None
+    True
+    """
+    target = value_dtype(canonical)
+    source = values.dtype
+    if target is None or target.kind not in "iuf" and source != target:
+        return None
+    masked = has_mask(canonical)
+    if source == target:
+        return values, (np.zeros(values.shape, dtype=bool) if masked else None)
+    with np.errstate(all="ignore"):
+        if target.kind == "f":
+            if source.kind == "f":
+                return values.astype(target), None  # rounded to the fitted precision, as conform_column does
+            cast = values.astype(target)
+            return (cast, None) if bool((cast.astype(source) == values).all()) else None
+        if source.kind == "f":
+            nulls = np.isnan(values)
+            if not masked and nulls.any():
+                return None  # a null where the fitted dtype has none
+            filled = np.where(nulls, 0.0, values)
+            info = np.iinfo(target)
+            # float(info.max) rounds up to 2**63 for int64, so the upper bound is exclusive;
+            # infinities fail it too. In range, a fraction fails the round trip.
+            if not bool(((filled >= info.min) & (filled < float(info.max) + 1)).all()):
+                return None
+            cast = filled.astype(target)
+            if not bool((cast == filled).all()):
+                return None
+            return cast, (nulls if masked else None)
+    if source.kind == "b" or _fits(values, target):
+        return values.astype(target), (np.zeros(values.shape, dtype=bool) if masked else None)
+    return None
+
+
+def _fits(values: np.ndarray, target: np.dtype) -> bool:
+    if values.size == 0:
+        return True
+    info = np.iinfo(target)
+    return bool(int(values.min()) >= info.min and int(values.max()) <= info.max)
+
+
+def _strings(values: Sequence[Any]) -> np.ndarray | None:
+    """Values as an object array of strings with None for nulls (NaN and NA too), or None
+    when they hold anything else (conform_column then decides)."""
+    cleaned = list(values)
+    for position, value in enumerate(cleaned):
+        if value is None or type(value) is str:
+            continue
+        if isinstance(value, str):
+            cleaned[position] = str(value)
+        elif value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+            cleaned[position] = None
+        else:
+            return None
+    out = np.empty(len(cleaned), dtype=object)
+    out[:] = cleaned
+    return out
+
+
+# ------------------------------------------------------------------ Python values
+def from_python(values: Sequence[Any], shape: tuple[int, ...], canonical: str) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """Python values (a flat sequence, in ``shape`` order) as a column of ``canonical``, exactly
+    as ``pd.DataFrame`` would hold them once conformed; None when that is not certain (a
+    bool in a number column, a word, an integer a float would round, ...).
+
+    Examples
+    --------
+    >>> from tabflow.backends._host_arrays import from_python
+    >>> from_python([3, None], (2,), "Int64")
+    (array([3, 0]), array([False,  True]))
+    >>> from_python([3.5], (1,), "Int64") is None
+    True
+    """
+    target = value_dtype(canonical)
+    if target is None:
+        return None
+    if target.kind == "O":
+        strings = _strings(values)
+        return (strings.reshape(shape), None) if strings is not None else None
+    masked = has_mask(canonical)
+    if target.kind == "b":
+        if not all(type(v) is bool or isinstance(v, np.bool_) or (masked and v is None) for v in values):
+            return None
+        nulls = [v is None for v in values]
+        flags = np.array([bool(v) if v is not None else False for v in values], dtype=bool).reshape(shape)
+        return flags, (np.array(nulls, dtype=bool).reshape(shape) if masked else None)
+    limit = _EXACT_FLOAT_INTEGERS["float32" if target == np.float32 else "float64"]
+    integers = True  # Python ints and None only: no float needed on the way
+    for value in values:
+        kind = type(value)
+        if kind is int:
+            if not -limit < value < limit:
+                return None
+        elif value is None:
+            continue
+        elif kind is float or isinstance(value, np.floating):
+            integers = False
+        elif isinstance(value, np.integer) and not isinstance(value, np.bool_):
+            if not -limit < value < limit:
+                return None
+        else:
+            return None  # bool, str, Decimal, pd.NA, ...: pandas decides
+    if integers and target.kind in "iu":
+        # pandas holds such a list as int64, or as float64 when a None is in it; exact either way.
+        nulls = [value is None for value in values]
+        if any(nulls) and not masked:
+            return None
+        try:
+            filled = np.array([0 if null else value for value, null in zip(values, nulls)], dtype=target).reshape(shape)
+        except OverflowError:
+            return None  # out of the fitted dtype's range
+        return filled, (np.array(nulls, dtype=bool).reshape(shape) if masked else None)
+    floats = np.array(values, dtype=np.float64).reshape(shape)
+    return conform_array(floats.astype(np.float32) if target == np.float32 else floats, canonical)
+
+
+# ------------------------------------------------------------------ requests, frames
+def is_frame(obj: Any) -> bool:
+    """True for a pandas DataFrame."""
+    return isinstance(obj, pd.DataFrame)
+
+
+def is_request(obj: Any, max_rows: int) -> bool:
+    """True for a dict, or a pandas frame of at most ``max_rows`` rows."""
+    return isinstance(obj, Mapping) or (isinstance(obj, pd.DataFrame) and len(obj) <= max_rows)
+
+
+def request_frame(request: Mapping[str, Any], names: Sequence[str] | None = None) -> pd.DataFrame:
+    """The frame a dict request stands for: ``pd.DataFrame`` of its columns (``names``, by
+    default all), one row when every value is a scalar.
+
+    Examples
+    --------
+    >>> from tabflow.backends._host_arrays import request_frame
+    >>> request_frame({"a": 1, "b": None}).to_dict("list")
+    {'a': [1], 'b': [None]}
+    """
+    columns = {name: request[name] for name in (request if names is None else names)}
+    if not any(isinstance(value, SEQUENCES) for value in columns.values()):
+        columns = {name: [value] for name, value in columns.items()}
+    return pd.DataFrame(columns)
+
+
+def range_index(rows: int) -> pd.RangeIndex:
+    """The index of a frame built from a dict request."""
+    return pd.RangeIndex(rows)
+
+
+def frame(columns: Mapping[str, Any], index: Any) -> pd.DataFrame:
+    """A frame of 1-D columns (NumPy or pandas arrays) with ``index``."""
+    return BACKEND.frame_from_dict(columns, index=index)
+
+
+def frame_column(series: pd.Series) -> Any:
+    """A frame's column as dict responses hold it: a NumPy array for NumPy dtypes, else the
+    pandas array."""
+    return series.to_numpy() if isinstance(series.dtype, np.dtype) else series.array

@@ -1,0 +1,365 @@
+"""Hash tables over Arrow string buffers: distinct-value counts and vocabulary lookups.
+
+Categorify spends its time on two questions about string columns: *how often does each
+distinct string occur* (fitting) and *where is each string in the vocabulary* (encoding).
+Answered through pandas, each question turns millions of strings into Python objects (a
+vocabulary index is an object hash table); answered here, the strings stay in their Arrow
+buffers (UTF-8 bytes plus offsets) and numba-compiled loops probe an open-addressing table
+keyed by :mod:`tabflow.backends._hashing`'s xxHash64, comparing the bytes of every candidate
+so that a hash collision can never merge two different strings. The loops release the GIL,
+so partitions encode in parallel on a threaded scheduler.
+
+Examples
+--------
+>>> import numpy as np
+>>> from tabflow.backends._string_table import StringTable, count_distinct
+>>> data, offsets = np.frombuffer(b"abcab", np.uint8), np.array([0, 1, 3, 4, 5, 5])
+>>> valid = np.array([True, True, True, True, False])  # "a", "bc", "a", "b", null
+>>> first, counts = count_distinct(data, offsets, valid)
+>>> first.tolist(), counts.tolist()
+([0, 1, 3], [2, 1, 1])
+>>> table = StringTable(data, offsets, valid)
+>>> table.positions(np.frombuffer(b"bcz", np.uint8), np.array([0, 2, 3]), np.array([True, True])).tolist()
+[1, -1]
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from tabflow.backends._hashing import _xxh64
+
+__all__ = ["StringTable", "count_distinct"]
+
+_SEED = np.uint64(0)
+# Entries are numbered in 32 bits of a slot.
+_MAX_ENTRIES = 2**32 - 1
+
+
+@numba.njit(inline="always", cache=True)
+def _same_bytes(data_a, start_a, len_a, data_b, start_b, len_b):
+    if len_a != len_b:
+        return False
+    for k in range(len_a):
+        if data_a[start_a + k] != data_b[start_b + k]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _capacity_for(n):
+    capacity = 16
+    while capacity < 2 * n:
+        capacity *= 2
+    return capacity
+
+
+# A slot packs the upper 32 bits of the string's hash (a tag) with its entry number plus one
+# (0: empty) into one uint64: a probe reads one word, and only a matching tag sends it to
+# the string's bytes. The slot's place comes from the lower bits of the same hash.
+@numba.njit(inline="always", cache=True)
+def _slot_value(h, entry):
+    return (h & np.uint64(0xFFFFFFFF00000000)) | np.uint64(entry + 1)
+
+
+@numba.njit(inline="always", cache=True)
+def _same_tag(slot_value, h):
+    return (slot_value & np.uint64(0xFFFFFFFF00000000)) == (h & np.uint64(0xFFFFFFFF00000000))
+
+
+@numba.njit(inline="always", cache=True)
+def _entry(slot_value):
+    return np.int64(slot_value & np.uint64(0xFFFFFFFF)) - 1
+
+
+@numba.njit(inline="always", cache=True)
+def _probe(slots, mask, h, table_data, table_offsets, rows, data, start, length):
+    # (slot, entry) of the string data[start:start + length]: the slot holding it, or the
+    # empty slot where it would go with entry -1. Entry e is the table's row rows[e], or
+    # row e itself when ``rows`` is empty.
+    slot = h & mask
+    while True:
+        value = slots[slot]
+        if value == 0:
+            return slot, -1
+        if _same_tag(value, h):
+            entry = _entry(value)
+            row = rows[entry] if rows.shape[0] else entry
+            row_start = table_offsets[row]
+            if _same_bytes(table_data, row_start, table_offsets[row + 1] - row_start, data, start, length):
+                return slot, entry
+        slot = (slot + np.uint64(1)) & mask
+
+
+@numba.njit(inline="always", cache=True)
+def _string_at(data, offsets, i):
+    start = offsets[i]
+    length = offsets[i + 1] - start
+    return start, length, _xxh64(data, start, length, _SEED)
+
+
+@numba.njit(cache=True, nogil=True)
+def _build(data, offsets, valid):
+    # The first row of a repeated string is its entry.
+    n = offsets.shape[0] - 1
+    capacity = _capacity_for(n)
+    mask = np.uint64(capacity - 1)
+    slots = np.zeros(capacity, dtype=np.uint64)
+    identity = np.zeros(0, dtype=np.int64)
+    for i in range(n):
+        if valid[i]:
+            start, length, h = _string_at(data, offsets, i)
+            slot, entry = _probe(slots, mask, h, data, offsets, identity, data, start, length)
+            if entry < 0:
+                slots[slot] = _slot_value(h, i)
+    return slots
+
+
+@numba.njit(cache=True, nogil=True)
+def _positions(slots, table_data, table_offsets, data, offsets, valid):
+    n = offsets.shape[0] - 1
+    mask = np.uint64(slots.shape[0] - 1)
+    identity = np.zeros(0, dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        if valid[i]:
+            start, length, h = _string_at(data, offsets, i)
+            out[i] = _probe(slots, mask, h, table_data, table_offsets, identity, data, start, length)[1]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _count(data, offsets, valid, weights, weighted):
+    # Grows by doubling at half load; distinct strings are numbered in order of first
+    # appearance, so the result does not depend on the table's size.
+    n = offsets.shape[0] - 1
+    capacity = 1024
+    mask = np.uint64(capacity - 1)
+    slots = np.zeros(capacity, dtype=np.uint64)
+    hashes = np.empty(max(16, min(n, capacity)), dtype=np.uint64)
+    first = np.empty(hashes.shape[0], dtype=np.int64)
+    counts = np.empty(hashes.shape[0], dtype=np.int64)
+    distinct = 0
+    for i in range(n):
+        if not valid[i]:
+            continue
+        start, length, h = _string_at(data, offsets, i)
+        slot, entry = _probe(slots, mask, h, data, offsets, first, data, start, length)
+        if entry >= 0:
+            counts[entry] += weights[i] if weighted else 1
+            continue
+        if distinct == first.shape[0]:
+            first = _grown(first, distinct)
+            counts = _grown(counts, distinct)
+            hashes = _grown(hashes, distinct)
+        first[distinct] = i
+        counts[distinct] = weights[i] if weighted else 1
+        hashes[distinct] = h
+        slots[slot] = _slot_value(h, distinct)
+        distinct += 1
+        if 2 * distinct > capacity:
+            capacity *= 2
+            mask = np.uint64(capacity - 1)
+            slots = np.zeros(capacity, dtype=np.uint64)
+            for moved in range(distinct):
+                target = hashes[moved] & mask
+                while slots[target] != 0:
+                    target = (target + np.uint64(1)) & mask
+                slots[target] = _slot_value(hashes[moved], moved)
+    return first[:distinct].copy(), counts[:distinct].copy()
+
+
+@numba.njit(inline="always", cache=True)
+def _grown(array, used):
+    grown = np.empty(2 * used, dtype=array.dtype)
+    grown[:used] = array[:used]
+    return grown
+
+
+def _buffers(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (
+        np.ascontiguousarray(data, dtype=np.uint8),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        np.ascontiguousarray(valid, dtype=np.bool_),
+    )
+
+
+def count_distinct(
+    data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct non-null strings of Arrow-style buffers and how often each occurs.
+
+    Parameters
+    ----------
+    data, offsets, valid : numpy.ndarray
+        UTF-8 bytes, int64 offsets (``n + 1``) and validity (``n``) of ``n`` strings.
+    weights : numpy.ndarray of int64, optional
+        What each row adds to its string's count (1 when omitted): merging count tables.
+
+    Returns
+    -------
+    first_rows : numpy.ndarray of int64
+        The row where each distinct string first occurs, in order of first occurrence.
+    counts : numpy.ndarray of int64
+        Rows (or summed weights) per distinct string.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import count_distinct
+    >>> data, offsets = np.frombuffer(b"xyx", np.uint8), np.array([0, 1, 2, 3])
+    >>> [a.tolist() for a in count_distinct(data, offsets, np.ones(3, bool), np.array([5, 1, 2]))]
+    [[0, 1], [7, 1]]
+    """
+    data, offsets, valid = _buffers(data, offsets, valid)
+    if len(valid) >= _MAX_ENTRIES:
+        # More rows than entry numbers: count in slices and merge the slices' counts.
+        raise ValueError(f"count strings in slices of fewer than {_MAX_ENTRIES} rows, not {len(valid)}")
+    if weights is None:
+        return _count(data, offsets, valid, np.zeros(0, dtype=np.int64), False)
+    return _count(data, offsets, valid, np.ascontiguousarray(weights, dtype=np.int64), True)
+
+
+class StringTable:
+    """Positions of strings among a fixed set of strings (a vocabulary), built once.
+
+    Built from Arrow-style buffers of unique strings, the table answers, for each string of
+    another buffer set, the row of the equal string in the set or ``-1`` (also for nulls). A
+    string repeated in the set answers its first row, as :meth:`pandas.Index.get_indexer`
+    would refuse to; vocabularies are unique, so both agree where both answer.
+
+    Parameters
+    ----------
+    data, offsets, valid : numpy.ndarray
+        UTF-8 bytes, int64 offsets (``n + 1``) and validity (``n``) of the set's strings.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import StringTable
+    >>> table = StringTable(np.frombuffer(b"redgreen", np.uint8), np.array([0, 3, 8]), np.ones(2, bool))
+    >>> table.positions(np.frombuffer(b"greenbluered", np.uint8), np.array([0, 5, 9, 12]), np.ones(3, bool)).tolist()
+    [1, -1, 0]
+    """
+
+    def __init__(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> None:
+        self._data, self._offsets, valid = _buffers(data, offsets, valid)
+        if len(valid) >= _MAX_ENTRIES:
+            raise ValueError(f"a string table holds fewer than {_MAX_ENTRIES} strings, not {len(valid)}")
+        self._slots = _build(self._data, self._offsets, valid)
+
+    def __len__(self) -> int:
+        return self._offsets.shape[0] - 1
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held: the strings' bytes and offsets and the table's slots."""
+        return self._data.nbytes + self._offsets.nbytes + self._slots.nbytes
+
+    def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """int64 row of each string in the set, ``-1`` where absent or null."""
+        data, offsets, valid = _buffers(data, offsets, valid)
+        return _positions(self._slots, self._data, self._offsets, data, offsets, valid)
+
+
+# ---------------------------------------------------------------------- sorted count runs
+@numba.njit(inline="always", cache=True)
+def _compare(a_data, a_start, a_len, b_data, b_start, b_len):
+    # Byte order, a prefix before its extensions: Arrow's (and UTF-8 code point) order.
+    shorter = min(a_len, b_len)
+    for k in range(shorter):
+        a, b = a_data[a_start + k], b_data[b_start + k]
+        if a != b:
+            return -1 if a < b else 1
+    return -1 if a_len < b_len else (1 if a_len > b_len else 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _is_sorted_unique(data, offsets):
+    for i in range(offsets.shape[0] - 2):
+        if _compare(data, offsets[i], offsets[i + 1] - offsets[i], data, offsets[i + 1], offsets[i + 2] - offsets[i + 1]) >= 0:
+            return False
+    return True
+
+
+@numba.njit(inline="always", cache=True)
+def _append(out_data, out_offsets, k, data, offsets, i):
+    start = offsets[i]
+    length = offsets[i + 1] - start
+    position = out_offsets[k]
+    out_data[position : position + length] = data[start : start + length]
+    out_offsets[k + 1] = position + length
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_runs(a_data, a_offsets, a_counts, b_data, b_offsets, b_counts):
+    n_a, n_b = a_counts.shape[0], b_counts.shape[0]
+    out_data = np.empty((a_offsets[n_a] - a_offsets[0]) + (b_offsets[n_b] - b_offsets[0]), dtype=np.uint8)
+    out_offsets = np.zeros(n_a + n_b + 1, dtype=np.int64)
+    out_counts = np.empty(n_a + n_b, dtype=np.int64)
+    i = j = k = 0
+    while i < n_a and j < n_b:
+        order = _compare(a_data, a_offsets[i], a_offsets[i + 1] - a_offsets[i], b_data, b_offsets[j], b_offsets[j + 1] - b_offsets[j])
+        if order <= 0:
+            _append(out_data, out_offsets, k, a_data, a_offsets, i)
+            out_counts[k] = a_counts[i] + (b_counts[j] if order == 0 else 0)
+            j += order == 0
+            i += 1
+        else:
+            _append(out_data, out_offsets, k, b_data, b_offsets, j)
+            out_counts[k] = b_counts[j]
+            j += 1
+        k += 1
+    while i < n_a:
+        _append(out_data, out_offsets, k, a_data, a_offsets, i)
+        out_counts[k] = a_counts[i]
+        i += 1
+        k += 1
+    while j < n_b:
+        _append(out_data, out_offsets, k, b_data, b_offsets, j)
+        out_counts[k] = b_counts[j]
+        j += 1
+        k += 1
+    return out_data[: out_offsets[k]], out_offsets[: k + 1], out_counts[:k]
+
+
+def is_sorted_unique(data: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether the strings of Arrow-style buffers ascend strictly in byte order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import is_sorted_unique
+    >>> is_sorted_unique(np.frombuffer(b"abbb", np.uint8), np.array([0, 1, 2, 4])), is_sorted_unique(
+    ...     np.frombuffer(b"ba", np.uint8), np.array([0, 1, 2]))
+    (True, False)
+    """
+    data, offsets, _ = _buffers(data, offsets, np.zeros(0, np.bool_))
+    return bool(_is_sorted_unique(data, offsets))
+
+
+def merge_sorted_counts(
+    runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge count tables whose strings ascend strictly: the union, ascending, counts summed.
+
+    Each run is ``(data, offsets, counts)`` of unique strings in byte order (Arrow's sort
+    order). Merging sorted runs compares neighbours instead of hashing every string again,
+    and its result is sorted too, so a vocabulary built from it needs no string sort.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import merge_sorted_counts
+    >>> run = lambda text, offsets, counts: (np.frombuffer(text, np.uint8), np.array(offsets), np.array(counts))
+    >>> data, offsets, counts = merge_sorted_counts([run(b"ac", [0, 1, 2], [1, 2]), run(b"bc", [0, 1, 2], [5, 1])])
+    >>> bytes(data), offsets.tolist(), counts.tolist()
+    (b'abc', [0, 1, 2, 3], [1, 5, 3])
+    """
+    runs = [(*_buffers(data, offsets, np.zeros(0, np.bool_))[:2], np.ascontiguousarray(counts, dtype=np.int64)) for data, offsets, counts in runs]
+    # Pairwise rounds: each string is copied once per round, log2(len(runs)) times in all.
+    while len(runs) > 1:
+        merged = [_merge_runs(*runs[i], *runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
+        runs = merged + ([runs[-1]] if len(runs) % 2 else [])
+    return runs[0]

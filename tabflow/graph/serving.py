@@ -1,0 +1,545 @@
+"""The serving plan: a fitted workflow compiled once for requests of a few rows.
+
+Transforming a one-row frame through the graph costs tens of milliseconds, nearly all of it
+pandas overhead per column and per op. :class:`ServingPlan` walks the graph once and keeps
+only the work: structural nodes (selections, ``+``, ``-``, subsets) become a table saying
+where each column lives, and every op node becomes a call of the op's NumPy
+:class:`~tabflow.graph.kernels.Kernel` objects on 2-D blocks of columns
+(``Operator.array_kernels``). An op without kernels runs its node's step on a small frame of
+its input columns: what the batch path runs, so correct, just slower.
+
+A request is first conformed to the fitted dtypes exactly as the batch path conforms a frame
+(:func:`tabflow.graph.executor.conform`). When a value does not fit its fitted dtype (10.5 in
+an integer column), or an op without kernels changes the rows or returns other dtypes than
+its schema says, the request goes through the batch path instead: the plan's result is
+always the batch path's result.
+
+Examples
+--------
+>>> import pandas as pd
+>>> import tabflow as nvt
+>>> from tabflow import ops
+>>> from tabflow.graph.serving import ServingPlan
+>>> df = pd.DataFrame({"c": ["a", "b", "a"], "x": [1.0, None, 3.0]})
+>>> wf = nvt.Workflow((["c"] >> ops.Categorify()) + (["x"] >> ops.FillMissing(0.0)))
+>>> plan = ServingPlan(wf.fit(df).output_node, wf.input_schema)
+>>> {name: values.tolist() for name, values in plan.transform({"c": "b", "x": None}).items()}
+{'c': [4], 'x': [0.0]}
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tabflow.backends import _host_arrays
+from tabflow.backends._host_arrays import is_request, request_frame
+from tabflow.graph.executor import GraphRunner
+from tabflow.graph.kernels import Block, Kernel, supported
+from tabflow.graph.steps import Apply, Concat, Drop, Nested, Select, Subset
+from tabflow.schema import Schema
+
+__all__ = ["ServingPlan", "missing_columns_error", "is_request", "request_frame"]
+
+# Frames of at most this many rows are read cell by cell: pandas spends ~10 us per column
+# it hands out but ~1 us per cell.
+_CELL_ROWS = 4
+# The types of request values that are one value each (anything else is looked at closer).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class _Unsupported(Exception):
+    """The graph has a step the plan cannot run (every request takes the batch path)."""
+
+
+class _BatchPath(Exception):
+    """This request must take the batch path (a value that does not conform, rows changed)."""
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """Where a column lives while a request runs: a register and, for a block, its row."""
+
+    register: int
+    position: int
+    dtype: str
+
+
+def missing_columns_error(missing: Sequence[str], available: Sequence[Any]) -> KeyError:
+    """The error for a request or dataset without columns the workflow reads."""
+    return KeyError(
+        f"the data lacks column(s) {list(missing)} that the workflow reads; it has {sorted(map(str, available))}. "
+        f"Add them (None where a value is unknown), or serve without them: workflow.remove_inputs({list(missing)!r}) "
+        "drops every output computed from them"
+    )
+
+
+class ServingPlan:
+    """A fitted graph compiled for small in-memory requests.
+
+    Built once per fitted workflow (``Workflow.compile_serving``) and immutable afterwards,
+    so one plan serves any number of threads at once.
+
+    Parameters
+    ----------
+    output_node : Node
+        The graph's output node, with its schemas resolved (fitted or loaded).
+    input_schema : Schema
+        The columns the graph reads, with their fitted dtypes.
+    output_schema : Schema, optional
+        The workflow's output schema (default: the output node's).
+
+    Attributes
+    ----------
+    fallbacks : list of str
+        Names of the ops run by their ``transform`` on a small frame (no kernels).
+    unsupported : str or None
+        Why every request takes the batch path (a subgraph loop), else None.
+    """
+
+    def __init__(self, output_node: Any, input_schema: Schema, output_schema: Schema | None = None) -> None:
+        self.input_schema = input_schema
+        self.output_schema = output_node.output_schema if output_schema is None else output_schema
+        self._runner = GraphRunner([output_node], input_schema)
+        self._names = frozenset(input_schema.column_names)
+        self._widths: list[int | None] = []
+        self._steps: list[Callable[[list, _Request], None]] = []
+        self.fallbacks: list[str] = []
+        self.unsupported: str | None = None
+        try:
+            refs = self._compile_inputs()
+            produced = self._compile_node(output_node, refs, {})
+            self._outputs = self._compile_outputs([(name, produced[name]) for name in self.output_schema.column_names])
+        except _Unsupported as reason:
+            self.unsupported = str(reason)
+
+    # ------------------------------------------------------------------ compiling
+    def _register(self, width: int | None) -> int:
+        self._widths.append(width)
+        return len(self._widths) - 1
+
+    def _compile_inputs(self) -> dict[str, _Ref]:
+        groups: dict[str, list[str]] = {}
+        opaque = []
+        for column in self.input_schema:
+            dtype = str(column.dtype)
+            if supported(dtype):
+                groups.setdefault(dtype, []).append(column.name)
+            else:
+                opaque.append((column.name, dtype))
+        refs = {}
+        # (dtype, names, register) per block of input columns, then one register per column
+        # without an array layout (held as a pandas array).
+        self._input_blocks = []
+        for dtype, names in groups.items():
+            register = self._register(len(names))
+            self._input_blocks.append((dtype, tuple(names), register))
+            refs.update({name: _Ref(register, j, dtype) for j, name in enumerate(names)})
+        self._input_opaque = []
+        for name, dtype in opaque:
+            register = self._register(None)
+            self._input_opaque.append((name, dtype, register))
+            refs[name] = _Ref(register, 0, dtype)
+        self._block_names = [name for _, names, _ in self._input_blocks for name in names]
+        return refs
+
+    def _compile_node(self, node: Any, inputs: dict[str, _Ref], done: dict[int, dict[str, _Ref]]) -> dict[str, _Ref]:
+        if node.id in done:
+            return done[node.id]
+        step = node.step
+        parents = [self._compile_node(p, inputs, done) for p in node.parents]
+        dependencies = [self._compile_node(d, inputs, done) for d in node.dependencies] if step.reads_dependencies else []
+        names = node.output_schema.column_names
+        if isinstance(step, Select):
+            produced = {name: inputs[name] for name in names}
+        elif isinstance(step, Apply):
+            # A column an op adds to its input schema (compute_input_schema) comes from the data.
+            produced = self._compile_op(node, _first_of([*parents, *dependencies, inputs], node.input_schema.column_names)) if names else {}
+        elif isinstance(step, (Concat, Subset, Drop)) or (isinstance(step, Nested) and step.loop_until is None):
+            produced = _first_of(parents, names)
+        else:
+            raise _Unsupported(f"the graph has a {step.label} step, which the serving plan does not run")
+        done[node.id] = produced
+        return produced
+
+    def _compile_op(self, node: Any, inputs: dict[str, _Ref]) -> dict[str, _Ref]:
+        kernels = _kernels_of(node)
+        if kernels is not None:
+            produced = self._compile_kernels(kernels, inputs, node.input_schema)
+            declared = node.output_schema
+            if produced is not None and sorted(produced) == sorted(declared.column_names) and all(
+                produced[name].dtype == str(declared[name].dtype) for name in produced
+            ):
+                return produced
+        self.fallbacks.append(type(node.op).__name__)
+        outputs = []
+        produced = {}
+        for column in node.output_schema:
+            dtype = str(column.dtype)
+            register = self._register(1 if supported(dtype) else None)
+            outputs.append((column.name, dtype, register))
+            produced[column.name] = _Ref(register, 0, dtype)
+        self._steps.append(_Fallback(node, [(name, inputs[name]) for name in node.input_schema.column_names], outputs))
+        return produced
+
+    def _compile_kernels(self, kernels: list[Kernel], inputs: dict[str, _Ref], schema: Schema) -> dict[str, _Ref] | None:
+        produced: dict[str, _Ref] = {}
+        for kernel in kernels:
+            groups = [[inputs[name] for name in group] for group in kernel.inputs]
+            # Each group is of the one dtype the kernel was made for.
+            if any(ref.dtype != str(schema[name].dtype) for group, refs in zip(kernel.inputs, groups) for name, ref in zip(group, refs)):
+                return None
+            if any(len({ref.dtype for ref in refs}) != 1 for refs in groups):
+                return None
+            if kernel.fn is None:
+                (refs,) = groups
+                produced.update({name: _Ref(ref.register, ref.position, kernel.dtype) for name, ref in zip(kernel.outputs, refs)})
+                continue
+            register = self._register(len(kernel.outputs))
+            self._steps.append(_Call(kernel.fn, [self._gather(refs) for refs in groups], register))
+            produced.update({name: _Ref(register, j, kernel.dtype) for j, name in enumerate(kernel.outputs)})
+        return produced
+
+    def _gather(self, refs: list[_Ref]) -> Callable[[list], Block]:
+        """How a kernel's input group is read from the registers: a whole block as it is,
+        some rows of one block, or rows of several blocks stacked."""
+        registers = {ref.register for ref in refs}
+        if len(registers) == 1:
+            register = refs[0].register
+            positions = [ref.position for ref in refs]
+            if positions == list(range(self._widths[register])):
+                return operator.itemgetter(register)
+            return _Take(register, np.array(positions, dtype=np.intp))
+        return _Stack([(ref.register, ref.position) for ref in refs])
+
+    def _compile_outputs(self, outputs: list[tuple[str, _Ref]]) -> list[tuple]:
+        """Runs of outputs in output order: ``("block", register, names, positions)`` for
+        NumPy columns of one block, ``("column", name, ref)`` for the others."""
+        runs: list[tuple] = []
+        for name, ref in outputs:
+            numpy = self._widths[ref.register] is not None and not _host_arrays.has_mask(ref.dtype) and _host_arrays.value_dtype(ref.dtype).kind != "O"
+            if not numpy:
+                runs.append(("column", name, ref))
+            elif runs and runs[-1][0] == "block" and runs[-1][1] == ref.register:
+                runs[-1][2].append(name)
+                runs[-1][3].append(ref.position)
+            else:
+                runs.append(("block", ref.register, [name], [ref.position]))
+        # A run that is a whole block in order is handed out row by row (no indexing).
+        return [
+            ("rows", run[1], run[2]) if run[0] == "block" and run[3] == list(range(self._widths[run[1]])) else run
+            for run in runs
+        ]
+
+    # ------------------------------------------------------------------ serving
+    def transform(self, request: Any) -> Any:
+        """Transform a request: a pandas DataFrame (returns one, as ``Workflow.transform``
+        does) or a dict of columns (returns a dict of arrays).
+
+        Parameters
+        ----------
+        request : pandas.DataFrame or dict
+            A dict maps each input column to one value or to a 1-D sequence of values (list,
+            tuple, NumPy array, pandas Series); it is the frame ``pd.DataFrame(request)``
+            (one row when every value is a scalar), conformed to the fitted dtypes as frames
+            are. Columns the workflow does not read are ignored.
+
+        Returns
+        -------
+        pandas.DataFrame or dict
+            For a frame, the frame the batch path returns (same dtypes, column order and
+            index). For a dict, ``{output column: 1-D array}``: a NumPy array of the output
+            dtype for NumPy dtypes, the pandas array the frame would hold (``Int64``,
+            ``string``, lists) otherwise.
+        """
+        if isinstance(request, Mapping):
+            return self._serve_dict(request)
+        if not _host_arrays.is_frame(request):
+            raise TypeError(f"a serving request is a pandas DataFrame or a dict of columns, got {type(request).__name__}")
+        return self._serve_frame(request)
+
+    def _serve_frame(self, frame: Any) -> Any:
+        columns = frame.columns.tolist()  # a list: pandas' string index is slow to iterate
+        if not self._names.issubset(columns):
+            raise missing_columns_error([name for name in self.input_schema.column_names if name not in set(columns)], columns)
+        if self.unsupported is not None or not frame.columns.is_unique:
+            return self._runner.transform(frame)
+        registers = [None] * len(self._widths)
+        request = _Request(len(frame), frame.index)
+        try:
+            self._read_frame(frame, columns, registers)
+            self._run(registers, request)
+        except _BatchPath:
+            return self._runner.transform(frame)
+        return _host_arrays.frame(self._columns(registers), frame.index)
+
+    def _serve_dict(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        if not self._names <= request.keys():
+            raise missing_columns_error([name for name in self.input_schema.column_names if name not in request], list(request))
+        registers = [None] * len(self._widths)
+        rows = None if self.unsupported is not None else self._read_dict(request, registers)
+        if rows is not None:
+            try:
+                self._run(registers, _Request(rows, None))
+                return self._columns(registers)
+            except _BatchPath:
+                pass
+        out = self._serve_frame(request_frame(request, self.input_schema.column_names))
+        return {name: _host_arrays.frame_column(out[name]) for name in out.columns}
+
+    def _run(self, registers: list, request: "_Request") -> None:
+        # The batch path computes with pandas, which silences NumPy's floating-point warnings
+        # (NaN and infinities are documented results); ops run by their transform get the
+        # caller's settings back.
+        if self.fallbacks:
+            request.errors = np.geterr()
+        with np.errstate(all="ignore"):
+            for step in self._steps:
+                step(registers, request)
+
+    def _columns(self, registers: list) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for run in self._outputs:
+            kind = run[0]
+            if kind == "rows":
+                out.update(zip(run[2], registers[run[1]].values))
+            elif kind == "block":
+                values = registers[run[1]].values
+                out.update((name, values[position]) for name, position in zip(run[2], run[3]))
+            else:
+                out[run[1]] = _column(registers, run[2])
+        return out
+
+    # ------------------------------------------------------------------ reading
+    def _read_frame(self, frame: Any, columns: list[Any], registers: list) -> None:
+        rows = len(frame)
+        cells = rows <= _CELL_ROWS
+        if cells:
+            where = dict(zip(columns, range(len(columns))))
+            sources = frame.dtypes.tolist()
+        for dtype, names, register in self._input_blocks:
+            block = _read_cells(frame, [where[name] for name in names], sources, rows, dtype) if cells else None
+            if block is None:
+                block = _block_of([_host_arrays.conform(frame[name], dtype) for name in names], dtype)
+            registers[register] = block
+        for name, dtype, register in self._input_opaque:
+            array = _host_arrays.conform_pandas(frame[name], dtype)
+            if array is None:
+                raise _BatchPath
+            registers[register] = array
+
+    def _read_dict(self, request: Mapping[str, Any], registers: list) -> int | None:
+        """Fill the input registers from a dict; the number of rows, or None when the dict
+        must go through ``pd.DataFrame`` (values that are not plain ones of the fitted dtypes)."""
+        if self._input_opaque:
+            return None
+        values = [request[name] for name in self._block_names]
+        scalars = _SCALARS.issuperset(map(type, values)) or not any(
+            isinstance(value, _host_arrays.SEQUENCES) for value in values
+        )
+        if scalars:
+            rows = 1
+        elif all(isinstance(value, _host_arrays.SEQUENCES) and np.ndim(value) == 1 for value in values):
+            lengths = {len(value) for value in values}
+            if len(lengths) != 1:
+                return None
+            (rows,) = lengths
+        else:
+            return None  # scalars repeated along sequences, nested lists: pandas decides
+        start = 0
+        for dtype, names, register in self._input_blocks:
+            group = values[start : start + len(names)]
+            start += len(names)
+            if scalars:
+                converted = _host_arrays.from_python(group, (len(names), 1), dtype)
+                if converted is None:
+                    return None
+                registers[register] = Block(*converted)
+                continue
+            columns = [_sequence_column(value, dtype, rows) for value in group]
+            if any(column is None for column in columns):
+                return None
+            registers[register] = _block_of(columns, dtype)
+        return rows
+
+    def __repr__(self) -> str:
+        state = f"batch path only: {self.unsupported}" if self.unsupported else f"{len(self._steps)} steps"
+        return f"ServingPlan({len(self.input_schema)} inputs -> {len(self.output_schema)} outputs, {state})"
+
+
+class _Request:
+    """What the steps of one request share: its rows, its index (None for a dict until a
+    step needs a frame) and the caller's NumPy error settings."""
+
+    __slots__ = ("rows", "index", "errors")
+
+    def __init__(self, rows: int, index: Any) -> None:
+        self.rows = rows
+        self.index = index
+        self.errors: dict[str, str] = {}
+
+    def frame_index(self) -> Any:
+        if self.index is None:
+            self.index = _host_arrays.range_index(self.rows)
+        return self.index
+
+
+class _Call:
+    """A kernel call: gather its input blocks, store its output block."""
+
+    __slots__ = ("fn", "gathers", "register")
+
+    def __init__(self, fn: Callable[..., Block], gathers: list[Callable[[list], Block]], register: int) -> None:
+        self.fn = fn
+        self.gathers = gathers
+        self.register = register
+
+    def __call__(self, registers: list, request: _Request) -> None:
+        if len(self.gathers) == 1:
+            registers[self.register] = self.fn(self.gathers[0](registers))
+        else:
+            registers[self.register] = self.fn(*[gather(registers) for gather in self.gathers])
+
+
+class _Fallback:
+    """An op without kernels: its node's step run on a small frame of its input columns."""
+
+    def __init__(self, node: Any, inputs: list[tuple[str, _Ref]], outputs: list[tuple[str, str, int]]) -> None:
+        self.node = node
+        self.inputs = inputs
+        self.outputs = outputs
+
+    def __call__(self, registers: list, request: _Request) -> None:
+        index = request.frame_index()
+        # Copies: an op may write into its input frame, and the blocks feed other steps too.
+        frame = _host_arrays.frame({name: _column(registers, ref).copy() for name, ref in self.inputs}, index)
+        with np.errstate(**request.errors):
+            out = self.node.step.run(self.node, [frame], [], frame)
+        if len(out) != request.rows or not out.index.equals(index):
+            raise _BatchPath  # rows filtered or reordered: only the batch path pairs them up
+        for name, dtype, register in self.outputs:
+            series = out[name]
+            if _host_arrays.canonical_dtype(series.dtype) != dtype:
+                raise _BatchPath  # a dtype its schema does not declare: later kernels expect that one
+            if supported(dtype):
+                values, nulls = _host_arrays.from_pandas(series, dtype)
+                registers[register] = Block(values[None], None if nulls is None else nulls[None])
+            else:
+                registers[register] = series.array
+
+
+class _Take:
+    __slots__ = ("register", "positions")
+
+    def __init__(self, register: int, positions: np.ndarray) -> None:
+        self.register = register
+        self.positions = positions
+
+    def __call__(self, registers: list) -> Block:
+        block = registers[self.register]
+        return Block(block.values[self.positions], None if block.nulls is None else block.nulls[self.positions])
+
+
+class _Stack:
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple[int, int]]) -> None:
+        self.pairs = pairs
+
+    def __call__(self, registers: list) -> Block:
+        blocks = [(registers[register], position) for register, position in self.pairs]
+        values = np.stack([block.values[position] for block, position in blocks])
+        if blocks[0][0].nulls is None:
+            return Block(values)
+        return Block(values, np.stack([block.nulls[position] for block, position in blocks]))
+
+
+# --------------------------------------------------------------------------- helpers
+def _kernels_of(node: Any) -> list[Kernel] | None:
+    """The op's kernels for this node, or None when its transform must run.
+
+    Only tabflow's own ops are trusted with kernels, and only kernels written alongside the
+    transform in force: a subclass that overrides ``transform`` inherits none. An op whose
+    ``array_kernels`` fails is run by its transform, which reports its own errors.
+    """
+    op = node.op
+    if op.runs_user_code:
+        return None
+    kernel_class = _defining_class(type(op), "array_kernels")
+    if not issubclass(kernel_class, _defining_class(type(op), "transform")):
+        return None
+    try:
+        return op.array_kernels(node.input_selector, node.input_schema)
+    except Exception:  # noqa: BLE001 - e.g. untrusted saved code, which transform reports
+        return None
+
+
+def _defining_class(cls: type, name: str) -> type:
+    return next(klass for klass in cls.__mro__ if name in vars(klass))
+
+
+def _first_of(sources: list[dict[str, _Ref]], names: Sequence[str]) -> dict[str, _Ref]:
+    """Each column from the first source that has it (the batch path's ``concat_unique``)."""
+    return {name: next(source[name] for source in sources if name in source) for name in names}
+
+
+def _read_cells(frame: Any, positions: list[int], sources: list[Any], rows: int, dtype: str) -> Block | None:
+    """An input block read cell by cell, the columns of each source dtype together (None:
+    read the columns instead)."""
+    # Grouped by dtype name (hashing pandas' dtype objects is slow); dtypes of one name are
+    # conformed alike.
+    by_source: dict[str, list[int]] = {}
+    for j, position in enumerate(positions):
+        by_source.setdefault(sources[position].name, []).append(j)
+    parts = []
+    for members in by_source.values():
+        cells = [frame.iat[row, positions[j]] for j in members for row in range(rows)]
+        converted = _host_arrays.from_cells(cells, (len(members), rows), sources[positions[members[0]]], dtype)
+        if converted is None:
+            return None
+        parts.append((members, converted))
+    if len(parts) == 1:
+        return Block(*parts[0][1])
+    values = np.empty((len(positions), rows), dtype=_host_arrays.value_dtype(dtype))
+    nulls = np.zeros(values.shape, dtype=bool) if _host_arrays.has_mask(dtype) else None
+    for members, (part_values, part_nulls) in parts:
+        values[members] = part_values
+        if nulls is not None:
+            nulls[members] = part_nulls
+    return Block(values, nulls)
+
+
+def _block_of(columns: list[tuple[np.ndarray, np.ndarray | None] | None], dtype: str) -> Block:
+    if any(column is None for column in columns):
+        raise _BatchPath  # a value that its fitted dtype cannot hold exactly
+    values = np.stack([column[0] for column in columns])
+    if not _host_arrays.has_mask(dtype):
+        return Block(values)
+    return Block(values, np.stack([column[1] for column in columns]))
+
+
+def _sequence_column(value: Any, dtype: str, rows: int) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """One dict request column given as a sequence, in the layout of ``dtype`` (None: let
+    pandas build the frame)."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "iufb":
+            return _host_arrays.conform_array(value, dtype)
+        return _host_arrays.from_python(value.tolist(), (rows,), dtype)
+    if isinstance(value, (list, tuple)):
+        return _host_arrays.from_python(value, (rows,), dtype)
+    return None  # a pandas Series or array: pandas builds the frame
+
+
+def _column(registers: list, ref: _Ref) -> Any:
+    """One column: a NumPy array (NumPy dtypes), else the pandas array a frame holds."""
+    held = registers[ref.register]
+    if not isinstance(held, Block):
+        return held
+    values = held.values[ref.position]
+    if held.nulls is None and values.dtype.kind != "O":
+        return values
+    return _host_arrays.to_pandas(values, None if held.nulls is None else held.nulls[ref.position], ref.dtype)

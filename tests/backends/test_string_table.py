@@ -1,0 +1,138 @@
+"""The Arrow-buffer string tables against pandas' own answers (value_counts, Index.get_indexer)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from tabflow.backends import get_backend
+from tabflow.backends._string_table import StringTable, count_distinct
+from tabflow.backends.pandas_backend import StringLookup
+
+PANDAS = get_backend("pandas")
+
+
+def _random_strings(rng: np.random.Generator, n: int, distinct: int, null_share: float = 0.1) -> pd.Series:
+    # Short, long (past xxHash's 32-byte stripes), empty, unicode and prefix-sharing strings.
+    pool = np.array(
+        [""]
+        + [f"{i:x}" for i in range(distinct)]
+        + ["é" * 3, "日本語", "a" * 40, "a" * 41, "ab\x00c", "ab"],
+        dtype=object,
+    )
+    values = pool[rng.integers(0, len(pool), n)]
+    values[rng.random(n) < null_share] = None
+    return pd.Series(values, dtype="str")
+
+
+@pytest.mark.parametrize("n, distinct", [(0, 1), (1, 1), (1_000, 5), (50_000, 20_000)])
+def test_counts_equal_pandas_value_counts(n, distinct):
+    series = _random_strings(np.random.default_rng(n), n, distinct)
+    first, counts = count_distinct(*PANDAS._string_buffers(series))
+    ours = pd.Series(counts, index=series.iloc[first].to_numpy()).sort_index()
+    reference = series.value_counts(dropna=True).sort_index()
+    assert ours.index.tolist() == reference.index.tolist()
+    assert ours.tolist() == reference.tolist()
+    # Distinct strings come in order of first appearance, each at its first row.
+    assert (np.diff(first) > 0).all()
+    assert all(series.iloc[:row].ne(series.iloc[row]).fillna(True).all() for row in first[:50])
+
+
+def test_weighted_counts_merge_count_tables():
+    left = pd.Series(["a", "b", "c"], dtype="str")
+    right = pd.Series(["c", "a", None, "d"], dtype="str")
+    both = pd.concat([left, right], ignore_index=True)
+    first, counts = count_distinct(*PANDAS._string_buffers(both), np.array([1, 2, 3, 10, 20, 99, 5]))
+    assert dict(zip(both.iloc[first], counts.tolist())) == {"a": 21, "b": 2, "c": 13, "d": 5}
+
+
+@pytest.mark.parametrize("vocab_size", [1, 300, 70_000])
+def test_positions_equal_pandas_get_indexer(vocab_size):
+    rng = np.random.default_rng(vocab_size)
+    vocab = _random_strings(rng, 3 * vocab_size, vocab_size, null_share=0).drop_duplicates().reset_index(drop=True)
+    keys = _random_strings(rng, 100_000, 2 * vocab_size)  # half of the values are unseen
+    table = PANDAS.lookup_table(vocab)
+    assert isinstance(table, StringLookup) and len(table) == len(vocab)
+    ours = PANDAS.lookup(table, keys)
+    reference = pd.Index(vocab.astype(object)).get_indexer(keys.astype(object))
+    reference[keys.isna().to_numpy()] = -1
+    np.testing.assert_array_equal(ours, reference)
+    assert ours.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        pd.Series(["b", None, "zz"], dtype="string[python]"),
+        pd.Series(["b", None, "zz"], dtype=pd.ArrowDtype(pa.string())),
+        pd.Series(["b", None, "zz"], dtype=pd.ArrowDtype(pa.large_string())),
+        pd.Series(["b", None, "zz"], dtype=object),
+        pd.Series(["b", None, "zz"], dtype="str").iloc[[0, 1, 2]],
+    ],
+    ids=["python", "arrow-string", "arrow-large-string", "object", "sliced"],
+)
+def test_every_string_storage_is_looked_up(keys):
+    table = PANDAS.lookup_table(pd.Series(["a", "b"], dtype="str"))
+    assert PANDAS.lookup(table, keys).tolist() == [1, -1, -1]
+
+
+def test_keys_that_are_not_all_strings_match_nothing_but_strings():
+    table = PANDAS.lookup_table(pd.Series(["1", "b"], dtype="str"))
+    assert PANDAS.lookup(table, pd.Series([1, "b", None], dtype=object)).tolist() == [-1, 1, -1]
+    assert PANDAS.lookup(table, pd.Series([1, 2], dtype="int64")).tolist() == [-1, -1]
+
+
+def test_a_repeated_string_answers_its_first_row():
+    data = np.frombuffer(b"xyx", np.uint8)
+    table = StringTable(data, np.array([0, 1, 2, 3]), np.ones(3, bool))
+    assert table.positions(data, np.array([0, 1, 2, 3]), np.ones(3, bool)).tolist() == [0, 1, 0]
+
+
+def test_a_sliced_arrow_column_uses_its_own_offsets():
+    # A slice of an Arrow array starts at an offset into shared buffers.
+    series = pd.Series(pd.arrays.ArrowStringArray(pa.array(["skip", "a", None, "b"]).slice(1)))
+    table = PANDAS.lookup_table(pd.Series(["b", "a"], dtype="str"))
+    assert PANDAS.lookup(table, series).tolist() == [1, -1, 0]
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 8])
+def test_sorted_merge_of_count_tables_equals_a_group_by(parts):
+    rng = np.random.default_rng(parts)
+    frames = []
+    for part in range(parts):
+        counts = PANDAS.value_counts(_random_strings(rng, int(rng.integers(0, 3_000)), 1_500))
+        frames.append(counts.rename_axis("value").reset_index())
+    for frame in frames:  # value_counts gives strings in ascending byte order
+        assert frame["value"].tolist() == sorted(frame["value"], key=lambda v: v.encode())
+    merged = PANDAS.sum_counts(frames, "count")
+    # A plain Python reference: pandas 2's object hash tables end strings at an embedded NUL.
+    reference: dict[str, int] = {}
+    for frame in frames:
+        for value, count in zip(frame["value"], frame["count"]):
+            reference[value] = reference.get(value, 0) + int(count)
+    assert merged["value"].tolist() == sorted(reference, key=lambda v: v.encode())
+    assert dict(zip(merged["value"], merged["count"].tolist())) == reference
+    assert merged["value"].dtype == frames[0]["value"].dtype and merged["count"].dtype == np.int64
+
+
+def test_count_tables_out_of_order_or_with_nulls_are_grouped():
+    unsorted = pd.DataFrame({"value": pd.Series(["b", "a"], dtype="str"), "count": [1, 2]})
+    with_null = pd.DataFrame({"value": pd.Series(["a", None], dtype="str"), "count": [3, 4]})
+    merged = PANDAS.sum_counts([unsorted, with_null], "count")
+    assert dict(zip(merged["value"].astype(object).where(merged["value"].notna(), None), merged["count"])) == {
+        "b": 1, "a": 5, None: 4,
+    }
+
+
+def test_vocabulary_is_the_same_from_sorted_and_unsorted_counts():
+    from tabflow.ops._vocab import build_vocabulary
+
+    rng = np.random.default_rng(7)
+    counts = PANDAS.value_counts(_random_strings(rng, 20_000, 5_000)).rename_axis("value").reset_index()
+    shuffled = counts.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    expected = sorted(zip(-counts["count"], counts["value"].map(str.encode)))
+    for table in (counts, shuffled):
+        vocab = build_vocabulary(table, freq_threshold=0, limit=None)
+        assert list(zip(-vocab["count"], vocab["value"].map(str.encode))) == expected

@@ -1,0 +1,32 @@
+"""Smoke test of ``benchmarks/serving.py`` on a small data set."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+
+import pytest
+
+_SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "benchmarks", "serving.py")
+
+
+@pytest.fixture(scope="module")
+def serving():
+    spec = importlib.util.spec_from_file_location("tabflow_benchmark_serving", _SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_prints_percentiles_and_ratios(serving, tmp_path, capsys):
+    argv = ["--rows", "5000", "--requests", "40", "--batch-requests", "3", "--repeat", "2", "--workdir", str(tmp_path)]
+    assert serving.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "ops run by their transform: none" in out
+    for path in ("hand-written", "transform(dict)", "transform(frame)", "batch path"):
+        assert re.search(rf"^{re.escape(path)}: +p50 +[\d.]+ ms +p99 +[\d.]+ ms", out, flags=re.MULTILINE), out
+    assert re.search(r"^transform\(dict\) p50: +[\d.]+(-[\d.]+)?x \(target <= 20x\)$", out, flags=re.MULTILINE), out
+    # The fitted workflow is kept in the work directory and loaded by the next run.
+    assert serving.main(argv[:-4] + ["--repeat", "1", "--workdir", str(tmp_path)]) == 0
+    assert "fitted on" not in capsys.readouterr().out

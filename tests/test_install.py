@@ -1,0 +1,106 @@
+"""What a user without the optional packages sees, and the distribution name they are told.
+
+The ``tabflow`` command must say what to install (naming the published distribution,
+``tabflow-etl``) instead of failing with a traceback, and ``pytest`` must run in a checkout
+that lacks pytest-timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from tabflow._install import DISTRIBUTION, missing_modules, pip_install
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_cli_without(blocked: list[str], argv: list[str], cwd: str) -> subprocess.CompletedProcess:
+    """``python -m tabflow argv`` in a fresh interpreter where importing ``blocked`` fails as
+    it does when a package is not installed."""
+    code = (
+        "import runpy, sys\n"
+        f"for name in {blocked!r}:\n"
+        "    sys.modules[name] = None\n"
+        f"sys.argv = ['tabflow', *{argv!r}]\n"
+        "runpy.run_module('tabflow', run_name='__main__', alter_sys=True)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_the_distribution_name_is_the_one_in_the_metadata():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as file:
+        project = tomllib.load(file)["project"]
+    assert project["name"] == DISTRIBUTION == "tabflow-etl"
+    assert project["scripts"] == {"tabflow": "tabflow.cli:main"}
+    for extra in ("torch", "fastai", "notebook", "bench", "gpu-cu12", "gpu-cu13", "dev"):
+        assert extra in project["optional-dependencies"]
+    assert pip_install("gpu-cu13") == 'pip install "tabflow-etl[gpu-cu13]"'
+
+
+def test_no_message_names_the_other_projects_distribution():
+    # "tabflow" on PyPI is an unrelated project: `pip install tabflow[...]` would install it.
+    stale = re.compile(r"""pip install\s+['"]?tabflow(\[|['"\s)]|$)""")
+    offenders = []
+    for directory, _, files in os.walk(os.path.join(ROOT, "tabflow")):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                with open(path, encoding="utf-8") as file:
+                    offenders += [f"{path}:{n}" for n, line in enumerate(file, 1) if stale.search(line)]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("blocked", [["torch"], ["fastai"], ["torch", "fastai", "sklearn", "matplotlib"]])
+def test_demo_without_the_training_packages_says_what_to_install(tmp_path, blocked):
+    done = _run_cli_without(blocked, ["demo", "--rows", "1000", "--workdir", str(tmp_path / "out")], cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"tabflow demo: the demo trains with {', '.join(blocked)}, which" in done.stderr
+    assert done.stderr.rstrip().endswith('pip install "tabflow-etl[fastai]"')
+    # Checked before any work: no data was generated.
+    assert not (tmp_path / "out").exists()
+
+
+def test_demo_help_needs_no_training_packages(tmp_path):
+    done = _run_cli_without(["torch", "fastai"], ["demo", "--help"], cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "--rows" in done.stdout
+
+
+@pytest.mark.skipif(not missing_modules(["cudf"]) == ["cudf"], reason="cuDF is installed here")
+def test_demo_on_the_gpu_without_cudf_names_the_gpu_extras(tmp_path):
+    pytest.importorskip("fastai")
+    done = _run_cli_without([], ["demo", "--gpu", "--rows", "1000", "--workdir", str(tmp_path / "out")], cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert 'pip install "tabflow-etl[gpu-cu12]" for CUDA 12' in done.stderr
+    assert 'pip install "tabflow-etl[gpu-cu13]" for CUDA 13' in done.stderr
+
+
+def test_missing_modules_does_not_import_them():
+    sys.modules.pop("antigravity", None)
+    assert missing_modules(["antigravity", "tabflow", "no_such_module_anywhere"]) == ["no_such_module_anywhere"]
+    assert "antigravity" not in sys.modules
+
+
+@pytest.mark.timeout(120)
+def test_timeout_marker_probe():
+    """Carries a timeout marker, so that the run below proves the marker is registered."""
+
+
+def test_pytest_runs_without_pytest_timeout():
+    # `-p no:timeout` leaves pytest as it is in a checkout without the plugin: the settings must
+    # not pass --timeout, and the timeout marker must still be known (--strict-markers).
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:timeout", "-p", "no:cacheprovider",
+         f"{__file__}::test_timeout_marker_probe"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout

@@ -1,23 +1,22 @@
-"""Hash tables over Arrow string buffers: distinct-value counts and vocabulary lookups.
+"""String kernels over Arrow buffers for vocabularies: lookups in a hash table, and count
+tables merged as sorted runs.
 
 Categorify spends its time on two questions about string columns: *how often does each
 distinct string occur* (fitting) and *where is each string in the vocabulary* (encoding).
 Answered through pandas, each question turns millions of strings into Python objects (a
-vocabulary index is an object hash table); answered here, the strings stay in their Arrow
-buffers (UTF-8 bytes plus offsets) and numba-compiled loops probe an open-addressing table
-keyed by :mod:`tabflow.backends._hashing`'s xxHash64, comparing the bytes of every candidate
-so that a hash collision can never merge two different strings. The loops release the GIL,
-so partitions encode in parallel on a threaded scheduler.
+vocabulary index is an object hash table, a merge of count tables hashes every string
+again); answered here, the strings stay in their Arrow buffers (UTF-8 bytes plus offsets).
+Lookups probe an open-addressing table keyed by :mod:`tabflow.backends._hashing`'s xxHash64,
+comparing the bytes of every candidate so that a hash collision can never match two
+different strings; count tables sorted by value merge by comparing neighbours. The loops are
+numba-compiled and release the GIL, so partitions encode in parallel on a threaded scheduler.
 
 Examples
 --------
 >>> import numpy as np
->>> from tabflow.backends._string_table import StringTable, count_distinct
->>> data, offsets = np.frombuffer(b"abcab", np.uint8), np.array([0, 1, 3, 4, 5, 5])
->>> valid = np.array([True, True, True, True, False])  # "a", "bc", "a", "b", null
->>> first, counts = count_distinct(data, offsets, valid)
->>> first.tolist(), counts.tolist()
-([0, 1, 3], [2, 1, 1])
+>>> from tabflow.backends._string_table import StringTable
+>>> data, offsets = np.frombuffer(b"abcb", np.uint8), np.array([0, 1, 3, 4, 4])
+>>> valid = np.array([True, True, True, False])  # "a", "bc", "b", null
 >>> table = StringTable(data, offsets, valid)
 >>> table.positions(np.frombuffer(b"bcz", np.uint8), np.array([0, 2, 3]), np.array([True, True])).tolist()
 [1, -1]
@@ -30,7 +29,7 @@ import numpy as np
 
 from tabflow.backends._hashing import _xxh64
 
-__all__ = ["StringTable", "count_distinct"]
+__all__ = ["StringTable", "is_sorted_unique", "merge_sorted_counts"]
 
 _SEED = np.uint64(0)
 # Entries are numbered in 32 bits of a slot.
@@ -74,10 +73,9 @@ def _entry(slot_value):
 
 
 @numba.njit(inline="always", cache=True)
-def _probe(slots, mask, h, table_data, table_offsets, rows, data, start, length):
+def _probe(slots, mask, h, table_data, table_offsets, data, start, length):
     # (slot, entry) of the string data[start:start + length]: the slot holding it, or the
-    # empty slot where it would go with entry -1. Entry e is the table's row rows[e], or
-    # row e itself when ``rows`` is empty.
+    # empty slot where it would go with entry -1. Entry e is the table's row e.
     slot = h & mask
     while True:
         value = slots[slot]
@@ -85,9 +83,8 @@ def _probe(slots, mask, h, table_data, table_offsets, rows, data, start, length)
             return slot, -1
         if _same_tag(value, h):
             entry = _entry(value)
-            row = rows[entry] if rows.shape[0] else entry
-            row_start = table_offsets[row]
-            if _same_bytes(table_data, row_start, table_offsets[row + 1] - row_start, data, start, length):
+            row_start = table_offsets[entry]
+            if _same_bytes(table_data, row_start, table_offsets[entry + 1] - row_start, data, start, length):
                 return slot, entry
         slot = (slot + np.uint64(1)) & mask
 
@@ -106,11 +103,10 @@ def _build(data, offsets, valid):
     capacity = _capacity_for(n)
     mask = np.uint64(capacity - 1)
     slots = np.zeros(capacity, dtype=np.uint64)
-    identity = np.zeros(0, dtype=np.int64)
     for i in range(n):
         if valid[i]:
             start, length, h = _string_at(data, offsets, i)
-            slot, entry = _probe(slots, mask, h, data, offsets, identity, data, start, length)
+            slot, entry = _probe(slots, mask, h, data, offsets, data, start, length)
             if entry < 0:
                 slots[slot] = _slot_value(h, i)
     return slots
@@ -120,61 +116,12 @@ def _build(data, offsets, valid):
 def _positions(slots, table_data, table_offsets, data, offsets, valid):
     n = offsets.shape[0] - 1
     mask = np.uint64(slots.shape[0] - 1)
-    identity = np.zeros(0, dtype=np.int64)
     out = np.full(n, -1, dtype=np.int64)
     for i in range(n):
         if valid[i]:
             start, length, h = _string_at(data, offsets, i)
-            out[i] = _probe(slots, mask, h, table_data, table_offsets, identity, data, start, length)[1]
+            out[i] = _probe(slots, mask, h, table_data, table_offsets, data, start, length)[1]
     return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _count(data, offsets, valid, weights, weighted):
-    # Grows by doubling at half load; distinct strings are numbered in order of first
-    # appearance, so the result does not depend on the table's size.
-    n = offsets.shape[0] - 1
-    capacity = 1024
-    mask = np.uint64(capacity - 1)
-    slots = np.zeros(capacity, dtype=np.uint64)
-    hashes = np.empty(max(16, min(n, capacity)), dtype=np.uint64)
-    first = np.empty(hashes.shape[0], dtype=np.int64)
-    counts = np.empty(hashes.shape[0], dtype=np.int64)
-    distinct = 0
-    for i in range(n):
-        if not valid[i]:
-            continue
-        start, length, h = _string_at(data, offsets, i)
-        slot, entry = _probe(slots, mask, h, data, offsets, first, data, start, length)
-        if entry >= 0:
-            counts[entry] += weights[i] if weighted else 1
-            continue
-        if distinct == first.shape[0]:
-            first = _grown(first, distinct)
-            counts = _grown(counts, distinct)
-            hashes = _grown(hashes, distinct)
-        first[distinct] = i
-        counts[distinct] = weights[i] if weighted else 1
-        hashes[distinct] = h
-        slots[slot] = _slot_value(h, distinct)
-        distinct += 1
-        if 2 * distinct > capacity:
-            capacity *= 2
-            mask = np.uint64(capacity - 1)
-            slots = np.zeros(capacity, dtype=np.uint64)
-            for moved in range(distinct):
-                target = hashes[moved] & mask
-                while slots[target] != 0:
-                    target = (target + np.uint64(1)) & mask
-                slots[target] = _slot_value(hashes[moved], moved)
-    return first[:distinct].copy(), counts[:distinct].copy()
-
-
-@numba.njit(inline="always", cache=True)
-def _grown(array, used):
-    grown = np.empty(2 * used, dtype=array.dtype)
-    grown[:used] = array[:used]
-    return grown
 
 
 def _buffers(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -183,42 +130,6 @@ def _buffers(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> tuple[
         np.ascontiguousarray(offsets, dtype=np.int64),
         np.ascontiguousarray(valid, dtype=np.bool_),
     )
-
-
-def count_distinct(
-    data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, weights: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct non-null strings of Arrow-style buffers and how often each occurs.
-
-    Parameters
-    ----------
-    data, offsets, valid : numpy.ndarray
-        UTF-8 bytes, int64 offsets (``n + 1``) and validity (``n``) of ``n`` strings.
-    weights : numpy.ndarray of int64, optional
-        What each row adds to its string's count (1 when omitted): merging count tables.
-
-    Returns
-    -------
-    first_rows : numpy.ndarray of int64
-        The row where each distinct string first occurs, in order of first occurrence.
-    counts : numpy.ndarray of int64
-        Rows (or summed weights) per distinct string.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from tabflow.backends._string_table import count_distinct
-    >>> data, offsets = np.frombuffer(b"xyx", np.uint8), np.array([0, 1, 2, 3])
-    >>> [a.tolist() for a in count_distinct(data, offsets, np.ones(3, bool), np.array([5, 1, 2]))]
-    [[0, 1], [7, 1]]
-    """
-    data, offsets, valid = _buffers(data, offsets, valid)
-    if len(valid) >= _MAX_ENTRIES:
-        # More rows than entry numbers: count in slices and merge the slices' counts.
-        raise ValueError(f"count strings in slices of fewer than {_MAX_ENTRIES} rows, not {len(valid)}")
-    if weights is None:
-        return _count(data, offsets, valid, np.zeros(0, dtype=np.int64), False)
-    return _count(data, offsets, valid, np.ascontiguousarray(weights, dtype=np.int64), True)
 
 
 class StringTable:
@@ -251,11 +162,6 @@ class StringTable:
 
     def __len__(self) -> int:
         return self._offsets.shape[0] - 1
-
-    @property
-    def nbytes(self) -> int:
-        """Memory held: the strings' bytes and offsets and the table's slots."""
-        return self._data.nbytes + self._offsets.nbytes + self._slots.nbytes
 
     def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """int64 row of each string in the set, ``-1`` where absent or null."""

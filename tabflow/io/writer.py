@@ -128,8 +128,7 @@ def write_parquet(
         _write_hugectr_metadata(output, written, file_rows, columns, cats, conts, labels)
         if hugectr_keyset:
             output.write(hugectr.KEYSET, hugectr.keyset(schema))
-        output.write(f"{MERLIN_METADATA_DIR_NAME}/schema.json", json.dumps(tfmd_json(schema), indent=2).encode("utf-8"))
-        output.write(SCHEMA_FILENAME, json.dumps(schema.to_dict(), indent=2).encode("utf-8"))
+        _write_schema_files(output, schema)
         output.publish()
     except BaseException:
         output.discard()
@@ -182,8 +181,7 @@ def write_hugectr(
         with contextlib.ExitStack() as files:
             rows = _write_hugectr_files(ddf, output, files, names, roles, partition_files, nparts, order, shuffle, rng, client, backend)
         _write_hugectr_metadata(output, names, rows, schema.column_names, cats, conts, labels)
-        output.write(f"{MERLIN_METADATA_DIR_NAME}/schema.json", json.dumps(tfmd_json(schema), indent=2).encode("utf-8"))
-        output.write(SCHEMA_FILENAME, json.dumps(schema.to_dict(), indent=2).encode("utf-8"))
+        _write_schema_files(output, schema)
         output.publish()
     except BaseException:
         output.discard()
@@ -236,6 +234,13 @@ def _role_array(table: pa.Table, names: Sequence[str], kind: str) -> np.ndarray:
         columns.append(values.astype(np.float32) if kind == "float" else values.astype(np.int64))
     dtype = np.float32 if kind == "float" else np.int64
     return np.column_stack(columns) if columns else np.empty((table.num_rows, 0), dtype=dtype)
+
+
+def _write_schema_files(output: "_Output", schema: Schema) -> None:
+    """The dataset's schema as merlin reads it (``.merlin/schema.json``) and as tabflow does
+    (``_schema.json``, written last of the two)."""
+    output.write(f"{MERLIN_METADATA_DIR_NAME}/schema.json", json.dumps(tfmd_json(schema), indent=2).encode("utf-8"))
+    output.write(SCHEMA_FILENAME, json.dumps(schema.to_dict(), indent=2).encode("utf-8"))
 
 
 def _write_hugectr_metadata(output: "_Output", names: Sequence[str], rows: Sequence[int], columns: Sequence[str], cats, conts, labels) -> None:

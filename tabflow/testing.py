@@ -18,12 +18,20 @@ def assert_frame_equal(left: Any, right: Any, **kwargs: Any) -> None:
     """Assert two frames (pandas or cuDF, in any combination) hold the same data.
 
     Frames are compared on the host with ``pandas.testing.assert_frame_equal``; the index is
-    ignored (partitioned results carry per-partition indexes). ``kwargs`` go to pandas.
+    ignored (partitioned results carry per-partition indexes), and so is the storage of
+    pandas' string dtype: tabflow's string columns are Arrow-backed (``string[pyarrow]``, as
+    dask stores them), where a frame built with pandas 2 holds ``string[python]``. A string
+    column still differs from an ``object`` one, and ``str`` (NaN for missing) from
+    ``string`` (``<NA>``). ``kwargs`` go to pandas.
 
     Examples
     --------
     >>> import pandas as pd
     >>> from tabflow.testing import assert_frame_equal
+    >>> assert_frame_equal(
+    ...     pd.DataFrame({"s": pd.array(["x", None], dtype="string[python]")}),
+    ...     pd.DataFrame({"s": pd.array(["x", None], dtype="string[pyarrow]")}),
+    ... )
     >>> assert_frame_equal(pd.DataFrame({"a": [1, 2]}), pd.DataFrame({"a": [1, 3]}))
     Traceback (most recent call last):
     ...
@@ -34,6 +42,26 @@ def assert_frame_equal(left: Any, right: Any, **kwargs: Any) -> None:
 
     from tabflow.backends import backend_for
 
-    left = backend_for(left).to_host(left)
-    right = backend_for(right).to_host(right)
-    pd.testing.assert_frame_equal(left.reset_index(drop=True), right.reset_index(drop=True), **kwargs)
+    left = backend_for(left).to_host(left).reset_index(drop=True)
+    right = backend_for(right).to_host(right).reset_index(drop=True)
+    pd.testing.assert_frame_equal(left, _with_string_storage_of(right, left), **kwargs)
+
+
+def _with_string_storage_of(frame: Any, model: Any) -> Any:
+    """``frame`` with each string column stored as the string column at the same position of
+    ``model`` is, where both hold missing values alike (both ``<NA>``, or both NaN)."""
+    import pandas as pd
+
+    recast = {}
+    for position, (dtype, model_dtype) in enumerate(zip(frame.dtypes, model.dtypes)):
+        if (
+            isinstance(dtype, pd.StringDtype) and isinstance(model_dtype, pd.StringDtype) and dtype != model_dtype
+            and (dtype.na_value is pd.NA) == (model_dtype.na_value is pd.NA)
+        ):
+            recast[position] = model_dtype
+    if not recast:
+        return frame
+    frame = frame.copy(deep=False)  # column labels may repeat: columns are replaced by position
+    for position, dtype in recast.items():
+        frame.isetitem(position, frame.iloc[:, position].astype(dtype))
+    return frame

@@ -38,7 +38,7 @@ from tabflow.graph.columns import DuplicateColumnWarning
 from tabflow.graph.executor import GraphRunner, fit_partials, map_graph, map_node_inputs
 from tabflow.graph.graph import Graph
 from tabflow.graph.node import Node
-from tabflow.graph.schemas import data_columns
+from tabflow.graph.schemas import data_columns, dictionary_string_inputs
 from tabflow.graph.serving import (
     ServingPlan,
     is_request,
@@ -207,7 +207,7 @@ class Workflow:
         stat_nodes = [n for n in self.nodes if isinstance(n.op, StatOperator)]
         for node in stat_nodes:
             node.op.clear()
-        ddf = dataset.to_ddf()
+        ddf = dataset.to_ddf(dictionary_strings=dictionary_string_inputs(self.nodes))
         logger.info("fit: %d statistics op(s) over %d partition(s)", len(stat_nodes), ddf.npartitions)
         remaining = list(stat_nodes)
         passes = 0
@@ -322,9 +322,7 @@ class Workflow:
         self._check_columns(dataset.schema.column_names)
         meta = get_backend(dataset.engine).empty_frame(self.output_schema.dtypes)
         # Only the columns the graph reads travel through the transform.
-        ddf = dataset.to_ddf()
-        if list(ddf.columns) != self.input_schema.column_names:
-            ddf = ddf[self.input_schema.column_names]
+        ddf = dataset.to_ddf(self.input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes))
         ddf = map_graph(ddf, GraphRunner([self.output_node], self.input_schema), meta)
         out = Dataset(ddf, schema=self.output_schema, cpu=dataset.engine == "pandas", client=dataset.client or self.client)
         # The transform keeps partitions one to one, so each still comes from the same file.

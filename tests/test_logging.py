@@ -20,7 +20,7 @@ def frame(rng):
     n = 3000
     return pd.DataFrame(
         {
-            "c": pd.array(rng.choice(["a", "b", None], n), dtype="str"),
+            "c": pd.Series(rng.choice(["a", "b", None], n), dtype="str"),
             **{f"x{i}": rng.normal(size=n) for i in range(6)},
             "y": rng.integers(0, 2, n),
         }

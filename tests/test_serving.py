@@ -145,6 +145,116 @@ def test_plan_matches_the_batch_path_on_random_requests(name, train):
             assert_dict_matches(plan.transform(form), reference)
 
 
+@pytest.mark.parametrize("name", sorted(WORKFLOWS))
+def test_frames_of_more_rows_match_the_batch_path(name, train):
+    # Frames of up to eight rows are read row by row, larger ones column by column.
+    workflow = nvt.Workflow(WORKFLOWS[name]()).fit(train)
+    rng = np.random.default_rng(13)
+    for rows in (5, 8, 9, 40):
+        request = make_frame(rng, rows, unseen=True)
+        assert_identical(workflow.transform(request), batch(workflow, request))
+
+
+def wide(frame: pd.DataFrame, copies: int) -> pd.DataFrame:
+    """``copies`` of each column side by side, ``s_0``, ``s_1``, ...: frames of as many
+    columns as servers see."""
+    return pd.concat([frame.add_suffix(f"_{k}") for k in range(copies)], axis=1)
+
+
+def wide_workflow(copies: int) -> nvt.Workflow:
+    def names(*columns: str) -> list[str]:
+        return [f"{column}_{k}" for k in range(copies) for column in columns]
+
+    return nvt.Workflow(
+        (names("s", "s2") >> ops.Categorify(freq_threshold=2))
+        + (names("i", "j", "f", "f32") >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+        + (names("b", "j") >> ops.Categorify(num_buckets=3) >> ops.Rename(postfix="_c"))
+        + (names("i", "s") >> ops.Rename(postfix="_raw")) + names("tags")
+    )
+
+
+def request_layouts(request: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The same request in other frame layouts: column order, extra columns, dtypes of the
+    string and integer columns, indexes, all nulls."""
+    strings = [name for name in request.columns if name.startswith("s")]
+    integers = [name for name in request.columns if name.startswith("i_")]
+    kinds = {
+        "object": lambda column: column.astype(object).where(column.notna(), None),
+        "str": lambda column: column.astype("str"),
+        "category": lambda column: column.astype("category"),
+        "string[python]": lambda column: column.astype("string[python]"),
+        "string[pyarrow]": lambda column: column.astype("string[pyarrow]"),
+        "float64": lambda column: column.astype("Float64").astype(float),
+        "Float64": lambda column: column.astype("Float64"),
+    }
+
+    def converted(names: list[str], kind: str) -> pd.DataFrame:
+        return request.assign(**{name: kinds[kind](request[name]) for name in names})
+
+    layouts = {f"strings as {kind}": converted(strings, kind) for kind in list(kinds)[:5]}
+    layouts.update({f"integers as {kind}": converted(integers, kind) for kind in ("object", "float64", "Float64")})
+    layouts["one string column as object"] = converted(strings[:1], "object")
+    if request[integers].notna().all().all():
+        layouts["integers as int64"] = request.astype(dict.fromkeys(integers, np.int64))
+    rows = len(request)
+    nulls = {name: pd.NA for name in strings + integers} | {name: np.nan for name in request.columns if name.startswith("f_")}
+    layouts.update({
+        "as made": request,
+        "reversed": request[request.columns[::-1]],
+        "one extra column": request.assign(label=1.5),
+        "a few extra columns": request.assign(label=1.5, id="x", day=pd.Timestamp("2024-01-01")),
+        "mostly extra columns": request.assign(**{f"extra{k}": float(k) for k in range(30)}),
+        "string index": request.set_axis([f"r{k}" for k in range(rows)]),
+        "repeated index": request.set_axis([3] * rows),
+        "named datetime index": request.set_axis(pd.date_range("2024-01-01", periods=rows, name="when")),
+        "all nulls": request.assign(**nulls).astype(request.dtypes.to_dict()),
+    })
+    return layouts
+
+
+def test_request_frames_of_any_layout_match_the_batch_path(train):
+    workflow = wide_workflow(3).fit(wide(train, 3))
+    plan = workflow.compile_serving()
+    rng = np.random.default_rng(14)
+    for rows in (1, 1, 2, 3, 8, 9):
+        request = wide(make_frame(rng, rows, unseen=True), 3)
+        for layout, frame in request_layouts(request).items():
+            try:
+                assert_identical(plan.transform(frame), batch(workflow, frame))
+            except AssertionError as error:
+                raise AssertionError(f"{rows} row(s), {layout}") from error
+    # One set of column labels with other dtypes, one request after the other.
+    request = wide(make_frame(rng, 2, unseen=True), 3)
+    for _ in range(2):
+        for frame in request_layouts(request).values():
+            assert_identical(plan.transform(frame), batch(workflow, frame))
+
+
+def test_frames_of_number_columns_only_match_the_batch_path(train):
+    # Integers beyond float64's precision beside float columns, and frames of one dtype.
+    workflow = nvt.Workflow((["j", "f"] >> ops.Categorify()) + (["j", "f"] >> ops.HashBucket(7) >> ops.Rename(postfix="_h")))
+    plan = workflow.fit(train).compile_serving()
+    for values in ([2**60 + 1, 3], [1, -2]):
+        mixed = pd.DataFrame({"j": np.array(values, dtype=np.int64), "f": [0.5, np.nan]})
+        floats = mixed.astype(float)
+        for frame in (mixed, floats, mixed.iloc[:1], floats.iloc[1:]):
+            assert_identical(plan.transform(frame), batch(workflow, frame))
+
+
+def test_frame_answers_are_independent_of_each_other_and_of_the_plan(train):
+    # Two outputs of one column; another column's output between them.
+    workflow = nvt.Workflow((["j"] >> ops.Rename(postfix="_a")) + ["f"] + (["j"] >> ops.Rename(postfix="_b"))).fit(train)
+    request = make_frame(np.random.default_rng(15), 3)
+    first = workflow.transform(request)
+    expected = batch(workflow, request)
+    first.loc[first.index[0], "j_a"] = 1234
+    first.columns.name = "features"
+    assert first["j_b"].tolist() == expected["j_b"].tolist()
+    again = workflow.transform(request)
+    assert_identical(again, expected)
+    assert again.columns.name is None and request["j"].tolist() == expected["j_a"].tolist()
+
+
 def test_the_criteo_workflow_runs_on_kernels_only(train):
     workflow = nvt.Workflow(WORKFLOWS["criteo"]())
     plan = workflow.fit(train).compile_serving()

@@ -407,9 +407,13 @@ class CudfBackend:
 
     # --------------------------------------------------------------------- I/O
     def read_parquet_part(
-        self, path: str, row_groups: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str]
+        self, path: str, row_groups: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str],
+        dictionary_strings: Sequence[str] = (),
     ) -> Any:
-        """Read some row groups of one parquet file into a frame with the planned dtypes."""
+        """Read some row groups of one parquet file into a frame with the planned dtypes.
+
+        cuDF decodes every string column on the GPU: ``dictionary_strings`` changes nothing.
+        """
         cudf = _cudf()
         if row_groups is not None and len(row_groups) == 0:
             return self.empty_frame({c: dtypes[c] for c in (columns or dtypes)})
@@ -418,8 +422,9 @@ class CudfBackend:
         )
         return self._conform(frame, dtypes)
 
-    def from_arrow(self, table: pa.Table, dtypes: Mapping[str, str] | None = None) -> Any:
-        """Arrow table to cuDF, casting each column to its planned canonical dtype."""
+    def from_arrow(self, table: pa.Table, dtypes: Mapping[str, str] | None = None, dictionary_strings: Sequence[str] = ()) -> Any:
+        """Arrow table to cuDF, casting each column to its planned canonical dtype (strings
+        decoded, whatever ``dictionary_strings`` says)."""
         fields = []
         for field in table.schema:
             arrow_type = field.type

@@ -62,6 +62,22 @@ class StringLookup:
         """int64 position of each string of Arrow-style buffers, -1 where absent or null."""
         return self._table.positions(data, offsets, valid)
 
+    def dictionary_positions(self, encoded: pa.ChunkedArray) -> np.ndarray:
+        """int64 position of each value of dictionary-encoded strings, -1 where absent or null.
+
+        Each chunk's dictionary is looked up once and its indices take the answers: a
+        column read with its parquet dictionary costs one lookup per distinct value.
+        """
+        out = np.empty(len(encoded), dtype=np.int64)
+        start = 0
+        for chunk in encoded.chunks:
+            found = self.positions(*_arrow_string_buffers(chunk.dictionary))
+            # One slot past the dictionary answers -1: where null indices point.
+            found = np.append(found, -1)
+            out[start : start + len(chunk)] = found[_dictionary_indices(chunk)]
+            start += len(chunk)
+        return out
+
     @property
     def index(self) -> pd.Index:
         """The keys as a pandas Index (for lookups of keys that are not strings)."""
@@ -208,6 +224,8 @@ class PandasBackend:
         target = self.engine_dtype(canonical)
         if series.dtype == target:
             return series
+        if dtype_names.is_string(canonical) and dictionary_strings(series) is not None:
+            return series  # read dictionary-encoded on purpose (see from_arrow)
         if _numpy_kind(target) in ("i", "u", "f", "b"):
             if _numpy_kind(target) != "b" and self.is_string_dtype(series.dtype):
                 series = _parse_numbers(series, canonical)
@@ -416,12 +434,16 @@ class PandasBackend:
         """
         if self.is_list_dtype(series.dtype):
             series = self.list_values_series(series)
+        encoded = dictionary_strings(series)
+        if encoded is not None:
+            counts = _dictionary_value_counts(encoded, series.name)
+            if counts is not None:
+                return counts
+            series = pd.Series(pd.array(encoded.cast(pa.large_string()), dtype=_pandas_string_dtype()), name=series.name)
         counts = series.value_counts(dropna=True, sort=False)
         if self.is_string_dtype(counts.index.dtype) and len(counts) > 1:
-            import pyarrow.compute as pc
-
             values = pa.array(counts.index.array) if counts.index.dtype != object else pa.array(counts.index, from_pandas=True)
-            counts = counts.iloc[pc.array_sort_indices(values).to_numpy()]
+            counts = counts.iloc[_byte_order(values)]
         return counts
 
     def sum_counts(self, frames: Sequence[pd.DataFrame], count_column: str) -> pd.DataFrame:
@@ -484,6 +506,9 @@ class PandasBackend:
         if isinstance(keys, pd.DataFrame):
             keys = pd.MultiIndex.from_frame(keys)
         elif isinstance(table, StringLookup):
+            encoded = dictionary_strings(keys)
+            if encoded is not None:
+                return table.dictionary_positions(encoded)
             if self.is_string_dtype(keys.dtype) or keys.dtype == object:
                 try:
                     return table.positions(*self._string_buffers(keys))
@@ -623,18 +648,35 @@ class PandasBackend:
 
     # --------------------------------------------------------------------- I/O
     def read_parquet_part(
-        self, path: str, row_groups: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str]
+        self, path: str, row_groups: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str],
+        dictionary_strings: Sequence[str] = (),
     ) -> pd.DataFrame:
-        """Read some row groups of one parquet file into a frame with the planned dtypes."""
-        with pq.ParquetFile(path) as pf:
-            table = pf.read_row_groups(row_groups, columns=columns) if row_groups is not None else pf.read(columns=columns)
-        return self.from_arrow(table, dtypes)
+        """Read some row groups of one parquet file into a frame with the planned dtypes.
 
-    def from_arrow(self, table: pa.Table, dtypes: Mapping[str, str] | None = None) -> pd.DataFrame:
-        """Arrow table to pandas, casting each column to its planned canonical dtype."""
+        String columns named in ``dictionary_strings`` stay dictionary-encoded, as the file
+        stores them (see :meth:`from_arrow`).
+        """
+        with open_parquet(path, dictionary_strings) as pf:
+            table = pf.read_row_groups(row_groups, columns=columns) if row_groups is not None else pf.read(columns=columns)
+        return self.from_arrow(table, dtypes, dictionary_strings)
+
+    def from_arrow(
+        self, table: pa.Table, dtypes: Mapping[str, str] | None = None, dictionary_strings: Sequence[str] = ()
+    ) -> pd.DataFrame:
+        """Arrow table to pandas, casting each column to its planned canonical dtype.
+
+        A string column named in ``dictionary_strings`` whose Arrow type is a dictionary of
+        strings is kept as that dictionary (an ``ArrowDtype`` dictionary column, which
+        :meth:`value_counts` and :meth:`lookup` read by dictionary index): ops that declare
+        they read such columns (``Operator.dictionary_string_columns``) get them without the
+        strings being materialised.
+        """
         columns: dict[str, Any] = {}
         for name, column in zip(table.column_names, table.columns):
             wanted = dtypes.get(name) if dtypes else None
+            if name in dictionary_strings and _is_dictionary_of_strings(column.type) and (wanted is None or dtype_names.is_string(wanted)):
+                columns[name] = pd.Series(pd.arrays.ArrowExtensionArray(column), name=name, copy=False)
+                continue
             plain = _plain_numeric(column, wanted)
             columns[name] = plain if plain is not None else self._arrow_column_to_series(column, wanted, name)
         # copy=False keeps plain columns as views of the Arrow buffers (read-only, which
@@ -675,7 +717,17 @@ class PandasBackend:
         return pa.Table.from_pandas(frame, preserve_index=False)
 
     def read_csv_ddf(self, paths: list[str], blocksize: int | None, **kwargs: Any) -> dd.DataFrame:
-        return dd.read_csv(paths, blocksize=blocksize, **kwargs)
+        separated = _masked_numbers_with_thousands(kwargs)
+        if not separated:
+            return dd.read_csv(paths, blocksize=blocksize, **kwargs)
+        # pandas 2's C parser ignores ``thousands=`` for a masked (``Int64``) or Arrow numeric
+        # dtype and fails on "1_000" (it parses such values into plain int64 or float64 only).
+        # Those columns are read as text and parsed here, the separator removed, so that
+        # every supported pandas reads the same numbers.
+        ddf = dd.read_csv(paths, blocksize=blocksize, **{**kwargs, "dtype": {**kwargs["dtype"], **dict.fromkeys(separated, object)}})
+        separated = {name: dtype for name, dtype in separated.items() if name in ddf.columns}
+        meta = pd.DataFrame({name: pd.Series([], dtype=separated.get(name, dtype)) for name, dtype in ddf.dtypes.items()})
+        return ddf.map_partitions(_parse_separated_numbers, separated, kwargs["thousands"], meta=meta)
 
     def read_orc_part(self, path: str, stripes: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str]) -> pd.DataFrame:
         import pyarrow.orc as orc
@@ -722,10 +774,17 @@ def string_buffers(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarra
         array = pa.array(series, from_pandas=True) if series.dtype == object else pa.array(series.array)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         raise TypeError(f"column {series.name!r} holds values that are not strings") from None
+    return _arrow_string_buffers(array, series.name)
+
+
+def _arrow_string_buffers(array: pa.Array | pa.ChunkedArray, name: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`string_buffers` of an Arrow array (dictionary-encoded ones are decoded)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type) or pa.types.is_null(array.type)):
-        raise TypeError(f"column {series.name!r} holds {array.type} values, not strings")
+        raise TypeError(f"column {name!r} holds {array.type} values, not strings")
     if not pa.types.is_large_string(array.type):
         # One offset width (int64) for the kernels; the bytes themselves are not copied.
         array = array.cast(pa.large_string())
@@ -736,6 +795,111 @@ def string_buffers(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if len(offsets) == 0:
         offsets = np.zeros(1, dtype=np.int64)
     return data, offsets, valid
+
+
+def open_parquet(source: Any, dictionary_strings: Sequence[str] = ()) -> pq.ParquetFile:
+    """A ``pyarrow.parquet.ParquetFile`` that reads the string columns named in
+    ``dictionary_strings`` as dictionaries (names that are not top-level string columns of
+    this file, such as list columns or missing ones, are read as usual).
+
+    Examples
+    --------
+    >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+    >>> from tabflow.backends.pandas_backend import open_parquet
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.parquet")
+    >>> pq.write_table(pa.table({"s": ["a", "b", "a"], "n": [1, 2, 3]}), path)
+    >>> with open_parquet(path, ["s", "n", "missing"]) as parquet_file:
+    ...     parquet_file.read().schema.types
+    [DictionaryType(dictionary<values=string, indices=int32, ordered=0>), DataType(int64)]
+    """
+    if not dictionary_strings:
+        return pq.ParquetFile(source)
+    metadata = pq.read_metadata(source)
+    schema = metadata.schema.to_arrow_schema()
+    names = [
+        name for name in dictionary_strings
+        if name in schema.names and (pa.types.is_string(schema.field(name).type) or pa.types.is_large_string(schema.field(name).type))
+    ]
+    return pq.ParquetFile(source, metadata=metadata, read_dictionary=names or None)
+
+
+def dictionary_strings(series: pd.Series) -> pa.ChunkedArray | None:
+    """The Arrow chunks of a dictionary-encoded string column (as parquet files store strings
+    and :meth:`PandasBackend.read_parquet_part` can keep them), None for any other column.
+
+    Examples
+    --------
+    >>> import pandas as pd, pyarrow as pa
+    >>> from tabflow.backends.pandas_backend import dictionary_strings
+    >>> encoded = pd.Series(pd.arrays.ArrowExtensionArray(pa.array(["a", "b", "a"]).dictionary_encode()))
+    >>> dictionary_strings(encoded).chunk(0).dictionary.to_pylist(), dictionary_strings(pd.Series(["a"])) is None
+    (['a', 'b'], True)
+    """
+    dtype = series.dtype
+    if not (isinstance(dtype, pd.ArrowDtype) and _is_dictionary_of_strings(dtype.pyarrow_dtype)):
+        return None
+    array = pa.array(series.array)
+    return array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
+
+
+def _is_dictionary_of_strings(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_dictionary(arrow_type) and (
+        pa.types.is_string(arrow_type.value_type) or pa.types.is_large_string(arrow_type.value_type)
+    )
+
+
+def _byte_order(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Indices sorting strings in byte order (Arrow's order), nulls last."""
+    from tabflow.backends._string_table import byte_order
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if not values.null_count:
+        order = byte_order(*_arrow_string_buffers(values)[:2])
+        if order is not None:
+            return order
+    import pyarrow.compute as pc
+
+    return pc.array_sort_indices(values).to_numpy()
+
+
+def _dictionary_indices(chunk: pa.DictionaryArray) -> np.ndarray:
+    """A chunk's int64 dictionary indices, nulls pointing one past the dictionary."""
+    indices = chunk.indices
+    if indices.null_count:
+        import pyarrow.compute as pc
+
+        indices = pc.fill_null(indices.cast(pa.int64()), len(chunk.dictionary))
+    return np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _dictionary_value_counts(encoded: pa.ChunkedArray, name: Any) -> pd.Series | None:
+    """:meth:`PandasBackend.value_counts` of dictionary-encoded strings: each chunk's indices
+    counted, its present dictionary values sorted, the chunks merged as sorted runs.
+    None when a dictionary repeats a value or holds a null (then the caller decodes)."""
+    from tabflow.backends._string_table import is_sorted_unique, merge_sorted_counts
+
+    runs = []
+    for chunk in encoded.chunks:
+        dictionary = chunk.dictionary
+        if dictionary.null_count:
+            return None
+        counts = np.bincount(_dictionary_indices(chunk), minlength=len(dictionary) + 1)[: len(dictionary)]
+        # One sort of the whole dictionary (a row group's values all occur in it), then the
+        # values this chunk uses, in that order.
+        order = _byte_order(dictionary)
+        order = order[counts[order] > 0]
+        data, offsets, _ = _arrow_string_buffers(dictionary.take(pa.array(order)))
+        if not is_sorted_unique(data, offsets):
+            return None
+        runs.append((data, offsets, counts[order].astype(np.int64)))
+    if len(runs) == 1:
+        data, offsets, counts = runs[0]
+    else:
+        data, offsets, counts = merge_sorted_counts(runs) if runs else (np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    values = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data))
+    index = pd.Index(pd.array(values, dtype=_pandas_string_dtype()), name=name)
+    return pd.Series(counts, index=index, name="count")
 
 
 def _sample_values(canonical: str, variant: int = 0) -> list:
@@ -855,6 +1019,37 @@ def _parse_numbers(series: pd.Series, canonical: str) -> pd.Series:
             f"(pd.to_numeric(df[{series.name!r}], errors='coerce') turns such values into nulls)"
         )
     return parsed
+
+
+def _masked_numbers_with_thousands(read_options: Mapping[str, Any]) -> dict[Any, Any]:
+    """``{column: dtype}`` of the columns ``read_options`` (``pandas.read_csv``'s) ask to read
+    as masked or Arrow numbers while removing a ``thousands`` separator."""
+    dtypes = read_options.get("dtype")
+    if not read_options.get("thousands") or not isinstance(dtypes, Mapping):
+        return {}
+    wanted = {name: pd.api.types.pandas_dtype(dtype) for name, dtype in dtypes.items()}
+    return {
+        name: dtype for name, dtype in wanted.items()
+        if isinstance(dtype, pd.api.extensions.ExtensionDtype)
+        and (pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_float_dtype(dtype))
+    }
+
+
+def _parse_separated_numbers(frame: pd.DataFrame, dtypes: Mapping[Any, Any], thousands: str) -> pd.DataFrame:
+    """``frame`` with its text columns ``dtypes`` parsed as numbers of those dtypes once the
+    ``thousands`` separator is removed, as pandas parses text into such a dtype."""
+    out = frame.copy(deep=False)
+    for name, dtype in dtypes.items():
+        text = frame[name].str.replace(thousands, "", regex=False)
+        try:
+            numbers = pd.to_numeric(text, errors="raise", dtype_backend="numpy_nullable")
+            out[name] = pd.array(numbers.array, dtype=dtype)
+        except (ValueError, TypeError, OverflowError) as err:
+            raise ValueError(
+                f"column {name!r} read as {dtype} with thousands={thousands!r}: {err}; "
+                f"read it as text to keep values that are not numbers (dtypes={{{name!r}: 'string'}})"
+            ) from None
+    return out
 
 
 def _widens(source: Any, target: Any) -> bool:

@@ -181,7 +181,14 @@ def input_frame(frames: Sequence[Any], names: Sequence[str], source: Any) -> Any
     brings (an op's ``compute_input_schema`` may ask for such columns, as in merlin)."""
     brought = {name for frame in frames for name in frame.columns}
     extra = [name for name in names if name not in brought]
-    return concat_unique([*frames, source[extra]] if extra else list(frames), names)
+    frame = concat_unique([*frames, source[extra]] if extra else list(frames), names)
+    # Ops may assign into the frame they get (``df[col] = ...``, as NVTabular ops do). pandas 2
+    # marks a column subset as a copy of a slice of the frame it came from, and where
+    # mode.chained_assignment is "raise" (fastai sets it) such an assignment raises
+    # SettingWithCopyError. A shallow copy is a frame of its own, without that mark and
+    # without copying any column; the subset's columns are already its own (pandas 2 copies
+    # them; copy-on-write pandas copies a column only when it is written).
+    return frame.copy(deep=False)
 
 
 def _check_same_rows(frames: Sequence[Any]) -> None:

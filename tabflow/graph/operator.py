@@ -187,6 +187,28 @@ class Operator(metaclass=_OperatorMeta):
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
         """Raise a clear error when the input columns cannot be handled (e.g. dtypes)."""
 
+    def dictionary_string_columns(self, col_selector: ColumnSelector) -> list[str]:
+        """Input columns this op handles when their strings arrive dictionary-encoded.
+
+        Parquet files store strings as a dictionary of distinct values plus indices. A
+        workflow reads a source string column that way, without materialising its strings,
+        when every op reading it lists it here. The op's ``transform`` (and ``fit_partition``)
+        then receives it as an Arrow dictionary of strings (``pd.ArrowDtype``; the backends'
+        ``value_counts``, ``lookup`` and ``hash_values`` accept it) rather than ``str``. It
+        must not return the column as an output. The default lists none: ops see the dtype
+        their input schema says.
+
+        Examples
+        --------
+        >>> from tabflow import ops
+        >>> from tabflow.graph.selector import ColumnSelector
+        >>> ops.Categorify().dictionary_string_columns(ColumnSelector(["a", "b"]))
+        ['a', 'b']
+        >>> ops.FillMissing().dictionary_string_columns(ColumnSelector(["a"]))
+        []
+        """
+        return []
+
     def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
         """What :meth:`transform` computes, as NumPy kernels for the serving plan
         (:mod:`tabflow.graph.serving`).

@@ -18,13 +18,16 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tabflow.graph.selector import ColumnSelector
-from tabflow.graph.steps import NodeSchema
+from tabflow.graph.steps import Nested, NodeSchema
 from tabflow.schema import Schema
+from tabflow.schema.dtypes import is_string
 
-__all__ = ["compute_schemas", "assign_schemas", "data_columns", "remove_inputs", "filter_selector"]
+__all__ = [
+    "compute_schemas", "assign_schemas", "data_columns", "dictionary_string_inputs", "remove_inputs", "filter_selector",
+]
 
 
 def compute_schemas(output_node: Any, source: Schema) -> dict[int, NodeSchema]:
@@ -57,6 +60,48 @@ def data_columns(nodes: Any) -> set[str]:
             brought = {name for up in upstream for name in up.output_schema.column_names}
             names.update(name for name in node.input_schema.column_names if name not in brought)
     return names
+
+
+def dictionary_string_inputs(nodes: Sequence[Any]) -> list[str]:
+    """The string columns a resolved graph can read dictionary-encoded (see
+    ``Operator.dictionary_string_columns``): those of the data whose every reader is an op
+    that lists them. A column also selected into the output, read by another op, or taken
+    from the data by ``compute_input_schema`` is read as ``str``; so is every column of a
+    graph with subgraphs (a looping subgraph reads its own output again).
+
+    ``nodes`` are all the graph's nodes, the output node last.
+
+    Examples
+    --------
+    >>> from tabflow import ops
+    >>> from tabflow.graph import Graph
+    >>> from tabflow.graph.schemas import dictionary_string_inputs
+    >>> from tabflow.schema import ColumnSchema, Schema
+    >>> graph = Graph((["a", "b"] >> ops.Categorify()) + (["b"] >> ops.HashBucket(10) >> ops.Rename(postfix="_h")) + ["c"])
+    >>> source = Schema([ColumnSchema(n, dtype="str") for n in "abc"])
+    >>> dictionary_string_inputs(graph.construct_schema(source).nodes)
+    ['a']
+    """
+    nodes = list(nodes)
+    if not nodes or any(isinstance(node.step, Nested) for node in nodes):
+        return []
+    candidates: list[str] = []
+    refused: set[str] = set()
+    for node in nodes:
+        upstream = [*node.parents, *node.dependencies]
+        if not upstream:
+            candidates += [c.name for c in node.output_schema if is_string(c.dtype) and c.name not in candidates]
+            if node is nodes[-1]:
+                refused.update(node.output_schema.column_names)
+            continue
+        accepted = set(node.op.dictionary_string_columns(node.input_selector)) if node.op is not None else set()
+        for up in upstream:
+            if not up.parents and not up.dependencies:
+                refused.update(name for name in up.output_schema.column_names if name not in accepted)
+        if node.op is not None:
+            brought = {name for up in upstream for name in up.output_schema.column_names}
+            refused.update(name for name in node.input_schema.column_names if name not in brought)
+    return [name for name in candidates if name not in refused]
 
 
 def remove_inputs(output_node: Any, names: Any) -> list[str]:

@@ -45,9 +45,12 @@ from tabflow.schema import Schema
 
 __all__ = ["ServingPlan", "missing_columns_error", "is_request", "request_frame"]
 
-# Frames of at most this many rows are read cell by cell: pandas spends ~10 us per column
-# it hands out but ~1 us per cell.
-_CELL_ROWS = 4
+# Frames of at most this many rows are read cell by cell: a column costs pandas ~25 us to
+# hand out and conform, a cell ~3.5 us (a 39-column frame: ~1.1 ms by columns, ~0.15 ms
+# a row by cells).
+_CELL_ROWS = 8
+# Frame layouts (column labels and dtypes) a plan remembers; a server sees one or a few.
+_LAYOUTS = 16
 # The types of request values that are one value each (anything else is looked at closer).
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
@@ -81,8 +84,9 @@ def missing_columns_error(missing: Sequence[str], available: Sequence[Any]) -> K
 class ServingPlan:
     """A fitted graph compiled for small in-memory requests.
 
-    Built once per fitted workflow (``Workflow.compile_serving``) and immutable afterwards,
-    so one plan serves any number of threads at once.
+    Built once per fitted workflow (``Workflow.compile_serving``) and immutable afterwards
+    (it only remembers where the columns of the frames it served were, a memo any thread
+    may add to), so one plan serves any number of threads at once.
 
     Parameters
     ----------
@@ -114,8 +118,13 @@ class ServingPlan:
             refs = self._compile_inputs()
             produced = self._compile_node(output_node, refs, {})
             self._outputs = self._compile_outputs([(name, produced[name]) for name in self.output_schema.column_names])
+            self._frame_parts = self._compile_frame_parts(self._outputs)
+            self._output_labels = _host_arrays.column_labels(self.output_schema.column_names)
         except _Unsupported as reason:
             self.unsupported = str(reason)
+        # Facts about the request frames seen, by column labels: a memo, not state (any
+        # thread may add one; each is built whole before it is stored).
+        self._layouts: dict[tuple, _FrameLayout] = {}
 
     # ------------------------------------------------------------------ compiling
     def _register(self, width: int | None) -> int:
@@ -235,6 +244,22 @@ class ServingPlan:
             for run in runs
         ]
 
+    def _compile_frame_parts(self, runs: list[tuple]) -> list[tuple]:
+        """The answer frame's parts, in output order: ``("rows", register)`` and ``("block",
+        register, positions)`` for 2-D blocks of NumPy columns, ``("columns", [(name, ref),
+        ...])`` for a run of other columns."""
+        parts: list[tuple] = []
+        for run in runs:
+            if run[0] == "rows":
+                parts.append(("rows", run[1]))
+            elif run[0] == "block":
+                parts.append(("block", run[1], np.array(run[3], dtype=np.intp)))
+            elif parts and parts[-1][0] == "columns":
+                parts[-1][1].append((run[1], run[2]))
+            else:
+                parts.append(("columns", [(run[1], run[2])]))
+        return parts
+
     # ------------------------------------------------------------------ serving
     def transform(self, request: Any) -> Any:
         """Transform a request: a pandas DataFrame (returns one, as ``Workflow.transform``
@@ -263,19 +288,30 @@ class ServingPlan:
         return self._serve_frame(request)
 
     def _serve_frame(self, frame: Any) -> Any:
-        columns = frame.columns.tolist()  # a list: pandas' string index is slow to iterate
-        if not self._names.issubset(columns):
-            raise missing_columns_error([name for name in self.input_schema.column_names if name not in set(columns)], columns)
-        if self.unsupported is not None or not frame.columns.is_unique:
+        layout = self._layout(frame)
+        if layout.batch_path:
             return self._runner.transform(frame)
         registers = [None] * len(self._widths)
         request = _Request(len(frame), frame.index)
         try:
-            self._read_frame(frame, columns, registers)
+            self._read_frame(frame, layout, request.rows, registers)
             self._run(registers, request)
         except _BatchPath:
             return self._runner.transform(frame)
-        return _host_arrays.frame(self._columns(registers), frame.index)
+        return self._frame(registers, request.index)
+
+    def _layout(self, frame: Any) -> "_FrameLayout":
+        """What the plan needs to know of a frame's columns, built once per set of column
+        labels and dtypes."""
+        columns, dtypes = _host_arrays.frame_layout(frame)
+        key = tuple(columns)
+        layout = self._layouts.get(key)
+        if layout is None or layout.dtypes != dtypes:
+            layout = _FrameLayout(self, columns, dtypes)
+            if len(self._layouts) >= _LAYOUTS:
+                self._layouts.clear()
+            self._layouts[key] = layout
+        return layout
 
     def _serve_dict(self, request: Mapping[str, Any]) -> dict[str, Any]:
         if not self._names <= request.keys():
@@ -301,6 +337,20 @@ class ServingPlan:
             for step in self._steps:
                 step(registers, request)
 
+    def _frame(self, registers: list, index: Any) -> Any:
+        parts: list[Any] = []
+        for part in self._frame_parts:
+            kind = part[0]
+            if kind == "rows":
+                # A copy: the frame takes its parts over, and a register may be another
+                # output's too (a renamed column) or a kernel's input handed on unchanged.
+                parts.append(registers[part[1]].values.copy())
+            elif kind == "block":
+                parts.append(registers[part[1]].values[part[2]])
+            else:
+                parts.append({name: _column(registers, ref) for name, ref in part[1]})
+        return _host_arrays.frame_of_parts(parts, self._output_labels, index)
+
     def _columns(self, registers: list) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for run in self._outputs:
@@ -315,14 +365,12 @@ class ServingPlan:
         return out
 
     # ------------------------------------------------------------------ reading
-    def _read_frame(self, frame: Any, columns: list[Any], registers: list) -> None:
-        rows = len(frame)
-        cells = rows <= _CELL_ROWS
-        if cells:
-            where = dict(zip(columns, range(len(columns))))
-            sources = frame.dtypes.tolist()
-        for dtype, names, register in self._input_blocks:
-            block = _read_cells(frame, [where[name] for name in names], sources, rows, dtype) if cells else None
+    def _read_frame(self, frame: Any, layout: "_FrameLayout", rows: int, registers: list) -> None:
+        table = None
+        if rows <= _CELL_ROWS and layout.cell_positions:
+            table = _host_arrays.frame_cells(frame, layout.cell_positions)
+        for (dtype, names, register), groups in zip(self._input_blocks, layout.groups):
+            block = _cells_block(table, groups, rows, dtype) if table is not None else None
             if block is None:
                 block = _block_of([_host_arrays.conform(frame[name], dtype) for name in names], dtype)
             registers[register] = block
@@ -386,6 +434,53 @@ class _Request:
         if self.index is None:
             self.index = _host_arrays.range_index(self.rows)
         return self.index
+
+
+class _FrameLayout:
+    """Facts about request frames of one set of column labels and dtypes: where the plan's
+    input columns are, grouped by dtype, and how their cells are read.
+
+    Attributes
+    ----------
+    dtypes : list
+        The frame's dtypes, in column order (a frame with the same labels but other dtypes
+        gets a new layout).
+    batch_path : bool
+        True when every such frame takes the batch path (the plan cannot run the graph, or
+        column labels repeat).
+    groups : list
+        Per input block of the plan, ``[(members, positions, source dtype), ...]``: its
+        columns of one source dtype, as rows of the block and column positions in the frame.
+    cell_positions : list of int
+        The positions of the columns read cell by cell.
+    """
+
+    __slots__ = ("dtypes", "batch_path", "groups", "cell_positions")
+
+    def __init__(self, plan: ServingPlan, columns: list[Any], dtypes: list[Any]) -> None:
+        where: dict[Any, int] = {}
+        for position, name in enumerate(columns):
+            where.setdefault(name, position)
+        missing = [name for name in plan.input_schema.column_names if name not in where]
+        if missing:
+            raise missing_columns_error(missing, columns)
+        self.dtypes = dtypes
+        self.batch_path = plan.unsupported is not None or len(where) != len(columns)
+        self.groups: list[list[tuple[list[int], list[int], Any]]] = []
+        self.cell_positions: list[int] = []
+        if self.batch_path:
+            return
+        for _, names, _ in plan._input_blocks:
+            # Grouped by dtype name (one per dtype class and size; dtypes of one name are
+            # conformed alike).
+            by_source: dict[str, tuple[list[int], list[int], Any]] = {}
+            for member, name in enumerate(names):
+                position = where[name]
+                members, positions, _ = by_source.setdefault(dtypes[position].name, ([], [], dtypes[position]))
+                members.append(member)
+                positions.append(position)
+            self.groups.append(list(by_source.values()))
+            self.cell_positions.extend(where[name] for name in names)
 
 
 class _Call:
@@ -487,24 +582,24 @@ def _first_of(sources: list[dict[str, _Ref]], names: Sequence[str]) -> dict[str,
     return {name: next(source[name] for source in sources if name in source) for name in names}
 
 
-def _read_cells(frame: Any, positions: list[int], sources: list[Any], rows: int, dtype: str) -> Block | None:
-    """An input block read cell by cell, the columns of each source dtype together (None:
-    read the columns instead)."""
-    # Grouped by dtype name (hashing pandas' dtype objects is slow); dtypes of one name are
-    # conformed alike.
-    by_source: dict[str, list[int]] = {}
-    for j, position in enumerate(positions):
-        by_source.setdefault(sources[position].name, []).append(j)
+def _cells_block(table: list[Any], groups: list[tuple[list[int], list[int], Any]], rows: int, dtype: str) -> Block | None:
+    """An input block from cells read by :func:`~tabflow.backends._host_arrays.frame_cells`
+    (None: read its columns instead)."""
     parts = []
-    for members in by_source.values():
-        cells = [frame.iat[row, positions[j]] for j in members for row in range(rows)]
-        converted = _host_arrays.from_cells(cells, (len(members), rows), sources[positions[members[0]]], dtype)
+    for members, positions, source in groups:
+        if rows == 1:
+            row = table[0]
+            cells = [row[position] for position in positions]
+        else:
+            cells = [table[row][position] for position in positions for row in range(rows)]
+        converted = _host_arrays.from_cells(cells, (len(positions), rows), source, dtype)
         if converted is None:
             return None
         parts.append((members, converted))
     if len(parts) == 1:
         return Block(*parts[0][1])
-    values = np.empty((len(positions), rows), dtype=_host_arrays.value_dtype(dtype))
+    width = sum(len(members) for members, _ in parts)
+    values = np.empty((width, rows), dtype=_host_arrays.value_dtype(dtype))
     nulls = np.zeros(values.shape, dtype=bool) if _host_arrays.has_mask(dtype) else None
     for members, (part_values, part_nulls) in parts:
         values[members] = part_values

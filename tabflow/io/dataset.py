@@ -20,6 +20,8 @@ import os
 import random
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import dask.dataframe as dd
+
 from tabflow.backends import get_backend
 from tabflow.io import readers
 from tabflow.io.dataframe_iter import DataFrameIter
@@ -292,11 +294,21 @@ class Dataset:
         return annotated
 
     # ------------------------------------------------------------------ access
-    def to_ddf(self, columns: str | Sequence[str] | None = None, shuffle: bool = False, seed: int | None = None) -> Any:
+    def to_ddf(
+        self, columns: str | Sequence[str] | None = None, shuffle: bool = False, seed: int | None = None,
+        dictionary_strings: Sequence[str] = (),
+    ) -> Any:
         """The dask DataFrame (optionally only some columns, and its partitions in random order).
 
         ``shuffle=True`` permutes the partitions (not the rows inside them) with
         ``random.Random(seed)``, as NVTabular does.
+
+        ``dictionary_strings`` names string columns to hand over dictionary-encoded, as
+        parquet files store them: partitions hold them as an Arrow dictionary of strings
+        (``pd.ArrowDtype``) instead of ``str``, with the same values; the dask ``meta`` keeps
+        saying ``str``. Only parquet files read by the pandas engine keep dictionaries; other
+        data ignores the option. Workflows pass the source columns that only Categorify
+        reads: counting and encoding a dictionary touches each distinct string once.
 
         Examples
         --------
@@ -308,7 +320,16 @@ class Dataset:
         """
         ddf = self._ddf
         if columns:
-            ddf = ddf[[columns] if isinstance(columns, str) else list(columns)]
+            columns = [columns] if isinstance(columns, str) else list(columns)
+        reader, pieces = self._direct if self._direct is not None else (None, None)
+        if dictionary_strings and hasattr(reader, "with_dictionary_strings"):  # parquet files
+            reader = (reader.with_columns(columns) if columns else reader).with_dictionary_strings(dictionary_strings)
+            ddf = dd.from_map(
+                reader, pieces, meta=get_backend(self.engine).empty_frame(reader.dtypes), label="tabflow-read-parquet",
+                enforce_metadata=False,
+            )
+        elif columns:
+            ddf = ddf[columns]
         if shuffle and ddf.npartitions > 1:
             ddf = ddf.partitions[self._shuffled(seed)]
         return ddf

@@ -240,6 +240,14 @@ class Categorify(StatOperator):
     def _units(self, col_selector: ColumnSelector) -> list[_vocab.Unit]:
         return _vocab.encoding_units(col_selector.grouped_names, self.encode_type, self.name_sep)
 
+    def dictionary_string_columns(self, col_selector: ColumnSelector) -> list[str]:
+        # Each column encoded on its own is counted and looked up through the backend, which
+        # reads dictionary indices; joint groups and combos build frames of their columns. A
+        # subclass that reads the values itself gets them as strings.
+        if type(self).transform is not Categorify.transform or type(self).fit_partition is not Categorify.fit_partition:
+            return []
+        return [unit.inputs[0] for unit in self._units(col_selector) if not unit.combo and len(unit.inputs) == 1]
+
     def _n_oov(self, unit: _vocab.Unit) -> int:
         return int(_vocab.per_column(self.num_buckets, unit) or 1)
 

@@ -101,3 +101,29 @@ def test_strings_round_trip_with_nulls():
     values, nulls = _host_arrays.conform(pd.Series(["a", None, float("nan"), ""], dtype=object), "string")
     assert values.tolist() == ["a", None, None, ""] and nulls is None
     assert _host_arrays.to_pandas(values, nulls, "string").tolist() == ["a", pd.NA, pd.NA, ""]
+
+
+def test_frames_of_parts_equal_frames_of_columns():
+    index = pd.Index([7, 7, 9], name="request")
+    ints, floats = np.arange(6).reshape(2, 3), np.array([[0.5, -0.0, np.nan]])
+    strings = {"s": pd.array(["a", None, ""], dtype="string"), "n": pd.array([1, None, 3], dtype="Int64")}
+    labels = _host_arrays.column_labels(["a", "b", "s", "n", "f"])
+    out = _host_arrays.frame_of_parts([ints, strings, floats], labels, index)
+    expected = pd.DataFrame({"a": ints[0], "b": ints[1], **strings, "f": floats[0]}, index=index)
+    pd.testing.assert_frame_equal(out, expected, check_exact=True)
+    assert np.shares_memory(out["a"].to_numpy(), ints)  # taken over, not copied
+    out.columns.name = "features"
+    assert labels.name is None
+    one = _host_arrays.frame_of_parts([floats[:, :0]], _host_arrays.column_labels(["f"]), pd.RangeIndex(0))
+    pd.testing.assert_frame_equal(one, pd.DataFrame({"f": np.array([], dtype=float)}, index=pd.RangeIndex(0)))
+    pd.testing.assert_frame_equal(_host_arrays.frame_of_parts([], labels[:0], index), pd.DataFrame(index=index))
+
+
+def test_frame_cells_are_the_cells_iat_gives():
+    frame = pd.DataFrame({"s": pd.array(["a", None], dtype="string"), "n": [2**60 + 1, 3], "f": [0.5, np.nan]})
+    cells = _host_arrays.frame_cells(frame, [0, 1, 2])
+    for row in range(2):
+        for position in range(3):
+            expected = frame.iat[row, position]
+            got = cells[row][position]
+            assert type(got) is type(expected) and (got is expected or got == expected or got != got), (row, position)

@@ -53,6 +53,17 @@ def test_positions_equal_pandas_get_indexer(vocab_size):
     assert ours.dtype == np.int64
 
 
+@pytest.mark.parametrize("n_keys", [0, 1, 31, 33, 1_001])
+def test_positions_of_any_number_of_keys(n_keys):
+    # Keys are looked up in blocks: a last, partial block answers like the others.
+    rng = np.random.default_rng(n_keys)
+    vocab = _random_strings(rng, 2_000, 1_000, null_share=0).drop_duplicates().reset_index(drop=True)
+    keys = _random_strings(rng, n_keys, 2_000)
+    reference = pd.Index(vocab.astype(object)).get_indexer(keys.astype(object))
+    reference[keys.isna().to_numpy()] = -1
+    np.testing.assert_array_equal(PANDAS.lookup(PANDAS.lookup_table(vocab), keys), reference)
+
+
 @pytest.mark.parametrize(
     "keys",
     [
@@ -127,3 +138,40 @@ def test_vocabulary_is_the_same_from_sorted_and_unsorted_counts():
     for table in (counts, shuffled):
         vocab = build_vocabulary(table, freq_threshold=0, limit=None)
         assert list(zip(-vocab["count"], vocab["value"].map(str.encode))) == expected
+
+
+@pytest.mark.parametrize("shape", ["short", "shared prefixes", "nul bytes", "unicode", "empty", "one"])
+def test_byte_order_equals_sorting_by_bytes(shape):
+    from tabflow.backends._string_table import byte_order
+    from tabflow.backends.pandas_backend import _arrow_string_buffers
+
+    rng = np.random.default_rng(7)
+    if shape == "short":  # distinct, as a dictionary's values are
+        values = list(dict.fromkeys("".join(rng.choice(list("ab0"), rng.integers(0, 12))) for _ in range(3_000)))
+    elif shape == "shared prefixes":  # runs of ties on the first eight bytes, settled by the rest
+        values = [f"{group:07d}/{rest}" for group in range(40) for rest in rng.permutation(20)]
+        values = [values[i] for i in rng.permutation(len(values))]
+    elif shape == "nul bytes":  # "ab" < "ab\0" < "ab\0\0" although their integer keys are equal
+        values = ["ab\0", "ab", "ab\0\0", "a", "ab\0b", "", "\0"] * 3
+    elif shape == "unicode":
+        values = ["é", "e", "日本", "z", "ё", "ü" * 9, "ü" * 8]
+    elif shape == "empty":
+        values = []
+    else:
+        values = ["x"]
+    data, offsets, _ = _arrow_string_buffers(pa.array(values, pa.string()))
+    order = byte_order(data, offsets)
+    expected = sorted(range(len(values)), key=lambda i: values[i].encode())
+    assert order is not None and [values[i] for i in order] == [values[i] for i in expected]
+    assert order.tolist() == expected  # equal strings keep their order
+
+
+def test_byte_order_declines_long_runs_of_shared_prefixes():
+    from tabflow.backends._string_table import byte_order
+    from tabflow.backends.pandas_backend import _arrow_string_buffers
+
+    values = [f"prefix-shared-{i:04d}" for i in range(100)][::-1]
+    assert byte_order(*_arrow_string_buffers(pa.array(values))[:2]) is None
+    # value_counts then sorts by comparison: the same ascending order either way.
+    counts = PANDAS.value_counts(pd.Series(values, dtype="str"))
+    assert counts.index.tolist() == sorted(values)

@@ -24,7 +24,7 @@ def test_benchmark_prints_percentiles_and_ratios(serving, tmp_path, capsys):
     assert serving.main(argv) == 0
     out = capsys.readouterr().out
     assert "ops run by their transform: none" in out
-    for path in ("hand-written", "transform(dict)", "transform(frame)", "batch path"):
+    for path in ("hand-written", "transform(dict)", "transform(frame)", "pandas calls alone", "batch path"):
         assert re.search(rf"^{re.escape(path)}: +p50 +[\d.]+ ms +p99 +[\d.]+ ms", out, flags=re.MULTILINE), out
     assert re.search(r"^transform\(dict\) p50: +[\d.]+(-[\d.]+)?x \(target <= 20x\)$", out, flags=re.MULTILINE), out
     # The fitted workflow is kept in the work directory and loaded by the next run.

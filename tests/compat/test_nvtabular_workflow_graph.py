@@ -84,16 +84,41 @@ def test_dtypes_are_empty_before_fit_and_clear_stats_forgets_statistics(frame):
         wf.transform(frame)
 
 
-def test_an_op_that_writes_into_its_input_leaves_the_callers_frame_alone(frame):
+@pytest.fixture
+def writing_into_a_copy_of_a_slice_raises():
+    """pandas 2 as fastai leaves it (``mode.chained_assignment = "raise"``): assigning into a
+    frame pandas marks as a copy of a slice raises. pandas 3 has no such mark (and deprecates
+    the option)."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        yield
+        return
+    with pd.option_context("mode.chained_assignment", "raise"):
+        yield
+
+
+@pytest.mark.parametrize("rows", [6, 3000], ids=["served", "batch"])
+@pytest.mark.parametrize("columns", [["y"], ["x", "y"], ["label", "y"]], ids="+".join)
+def test_an_op_that_writes_into_its_input_leaves_the_callers_frame_alone(
+    frame, rows, columns, writing_into_a_copy_of_a_slice_raises
+):
     class AddInPlace(ops.Operator):
         def transform(self, col_selector, df):
             for name in col_selector.names:
+                df.loc[df[name].isna(), name] = 0.0
                 df[name] = df[name] + 100
             return df
 
+    frame = pd.concat([frame] * (rows // len(frame)), ignore_index=True)
     before = frame.copy()
-    out = nvt.Workflow(["y"] >> AddInPlace()).transform(frame)
-    assert out["y"].tolist() == (before["y"] + 100).tolist()
+    expected = before[columns].fillna(0.0) + 100
+    # A frame in memory (a small one goes through the serving plan), the partitions of a
+    # Dataset, and an op that gets another op's output.
+    workflow = nvt.Workflow(columns >> AddInPlace())
+    pd.testing.assert_frame_equal(workflow.transform(frame), expected)
+    partitions = workflow.transform(nvt.Dataset(frame, npartitions=2)).compute()
+    pd.testing.assert_frame_equal(partitions.reset_index(drop=True), expected)
+    twice = nvt.Workflow(columns >> AddInPlace() >> AddInPlace()).transform(frame)
+    pd.testing.assert_frame_equal(twice, expected + 100)
     pd.testing.assert_frame_equal(frame, before)
 
 

@@ -26,7 +26,7 @@ def source(rng):
             "i": rng.integers(-5, 5, n),
             "f": rng.normal(size=n),
             "n": pd.array(np.where(rng.random(n) < 0.2, None, rng.integers(0, 9, n)), dtype="Int64"),
-            "s": pd.array(rng.choice(["a", "b", None], n), dtype="str"),
+            "s": pd.Series(rng.choice(["a", "b", None], n), dtype="str"),
             "l": pd.Series([[int(v), 1] for v in rng.integers(0, 4, n)], dtype=pd.ArrowDtype(pa.list_(pa.int64()))),
         }
     )

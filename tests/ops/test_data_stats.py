@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from _op_helpers import dataset_with_empty_partitions, to_host
+from _op_helpers import dataset_with_empty_partitions
 
 import tabflow as nvt
 from tabflow import ops
+from tabflow.testing import assert_frame_equal
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def _fit(frame, dataset):
 
 def test_statistics_match_pandas(frame, engine, to_engine):
     stats, out = _fit(frame, nvt.Dataset(to_engine(frame), npartitions=4))
-    pd.testing.assert_frame_equal(to_host(out.compute()), frame)
+    assert_frame_equal(out.compute(), frame)
     output = stats.output
     assert list(output) == ["x", "i", "s", "l"]
     x = frame["x"]

@@ -24,8 +24,12 @@ def items(rng):
 
 
 def _reference(data, items, how, on="item", on_ext="item_id"):
-    """pandas' merge in the data's row order (what NVTabular's transform returns)."""
+    """pandas' merge in the data's row order (what NVTabular's transform returns), text as
+    tabflow holds it: pandas' nullable string dtype, ``<NA>`` where a left join matched nothing
+    (pandas' default text dtype marks it NaN: ``object`` on pandas 2, ``str`` on pandas 3)."""
     out = data.reset_index().merge(items, left_on=on, right_on=on_ext, how=how)
+    text = out.select_dtypes(include=["object", "string"]).columns
+    out = out.astype(dict.fromkeys(text, "string"))
     return out.sort_values("index", kind="stable").drop(columns="index")
 
 

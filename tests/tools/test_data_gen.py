@@ -373,7 +373,7 @@ def test_full_df_without_entries_and_vocab_merged_afterwards(tmp_path):
             vocabulary = pd.read_parquet(paths[0]).set_index("idx")[name]
             if name == "c":
                 expected = coded["c"].map(vocabulary).astype("string")
-                pd.testing.assert_series_equal(named["c"], expected, check_names=False)
+                assert_frame_equal(named[["c"]], expected.to_frame("c"))
             else:
                 assert named["l"].isna().tolist() == coded["l"].isna().tolist()
                 np.testing.assert_array_equal(list_lengths(named["l"]), list_lengths(coded["l"]))

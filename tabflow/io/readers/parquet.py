@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 import dask.dataframe as dd
 
 from tabflow.backends import get_backend
+from tabflow.backends.pandas_backend import open_parquet
 from tabflow.io.fs import is_remote, open_file
 from tabflow.io.readers._shared import (
     DatasetReadError,
@@ -81,7 +82,7 @@ class ParquetPartReader:
     def __init__(
         self, engine: str, dtypes: Mapping[str, str], columns: Sequence[str] | None = None,
         storage_options: Mapping[str, Any] | None = None, filters: Any = None,
-        hive: Mapping[str, Mapping[str, Any]] | None = None,
+        hive: Mapping[str, Mapping[str, Any]] | None = None, dictionary_strings: Sequence[str] = (),
     ) -> None:
         self.engine = engine
         self.dtypes = dict(dtypes)
@@ -89,12 +90,23 @@ class ParquetPartReader:
         self.storage_options = dict(storage_options) if storage_options else None
         self.filters = filters
         self.hive = dict(hive) if hive else None  # file -> {key column: value} of a hive layout
+        # String columns kept dictionary-encoded (see Dataset.to_ddf_for_graph).
+        self.dictionary_strings = tuple(dictionary_strings)
 
     def with_columns(self, columns: Sequence[str]) -> "ParquetPartReader":
         """The same reader restricted to ``columns`` (in that order)."""
         return ParquetPartReader(
             self.engine, {c: self.dtypes[c] for c in columns}, columns=columns,
             storage_options=self.storage_options, filters=self.filters, hive=self.hive,
+            dictionary_strings=[c for c in self.dictionary_strings if c in columns],
+        )
+
+    def with_dictionary_strings(self, columns: Sequence[str]) -> "ParquetPartReader":
+        """The same reader keeping the string columns ``columns`` dictionary-encoded, as the
+        files store them; the rows and values read are the same."""
+        return ParquetPartReader(
+            self.engine, self.dtypes, columns=self.columns, storage_options=self.storage_options,
+            filters=self.filters, hive=self.hive, dictionary_strings=columns,
         )
 
     def __call__(self, piece: tuple[str, tuple[int, ...]]) -> Any:
@@ -109,14 +121,14 @@ class ParquetPartReader:
 
     def _read(self, backend: Any, path: str, row_groups: list[int]) -> Any:
         if self.filters is None and self.hive is None and not is_remote(path):
-            return backend.read_parquet_part(path, row_groups, self.columns, self.dtypes)
+            return backend.read_parquet_part(path, row_groups, self.columns, self.dtypes, self.dictionary_strings)
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         names = self.columns or list(self.dtypes)
         keys = (self.hive or {}).get(path, {})
         wanted = names + [c for c in filter_columns(self.filters) if c not in names]
-        with open_file(path, self.storage_options) as handle, pq.ParquetFile(handle) as parquet_file:
+        with open_file(path, self.storage_options) as handle, open_parquet(handle, self.dictionary_strings) as parquet_file:
             stored = set(parquet_file.schema_arrow.names)
             table = parquet_file.read_row_groups(row_groups, columns=[c for c in wanted if c in stored or c not in keys])
         for key, value in keys.items():
@@ -125,7 +137,7 @@ class ParquetPartReader:
                 table = table.append_column(key, pa.array([value] * table.num_rows, arrow_type))
         if self.filters is not None:
             table = table.filter(pq.filters_to_expression(self.filters))
-        return backend.from_arrow(table.select(names), {n: self.dtypes[n] for n in names})
+        return backend.from_arrow(table.select(names), {n: self.dtypes[n] for n in names}, self.dictionary_strings)
 
     def _failing_row_group(self, backend: Any, path: str, row_groups: Sequence[int]) -> int | None:
         """The first of ``row_groups`` that fails on its own (read again only after a failure)."""

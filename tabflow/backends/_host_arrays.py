@@ -373,8 +373,8 @@ def column_labels(names: Sequence[Any]) -> pd.Index:
 
 def frame_of_parts(parts: Sequence[np.ndarray | Mapping[Any, Any]], columns: pd.Index, index: Any) -> pd.DataFrame:
     """A frame from parts in column order: 2-D NumPy arrays of one dtype, one row per column
-    (the frame takes them over without a copy), and dicts of 1-D columns (NumPy or pandas
-    arrays); ``columns`` from :func:`column_labels`.
+    (pandas 3 takes them over without a copy; pandas 2 copies what it joins), and dicts of 1-D
+    columns (NumPy or pandas arrays); ``columns`` from :func:`column_labels`.
 
     pandas takes ~5 us a column to build a frame from 1-D columns, but ~7 us a whole 2-D
     array, plus ~20 us to join frames side by side.

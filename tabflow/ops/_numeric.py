@@ -9,7 +9,10 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
+import numpy as np
+
 from tabflow.backends import get_backend
+from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import Schema
 from tabflow.schema import dtypes as _dtypes
@@ -85,3 +88,32 @@ def float_output_dtype(out_dtype: Any, input_dtype: str, default: str = "float64
     as a list of it when the input column is a list."""
     name = dtype_name(out_dtype) if out_dtype is not None else default
     return _dtypes.list_dtype(name) if _dtypes.is_list(str(input_dtype)) else name
+
+
+def float_kernels(
+    names: list[str], input_schema: Schema, dtype: str, rows_function: Callable[[list[str]], Callable[[np.ndarray], np.ndarray]],
+) -> list[Kernel] | None:
+    """Serving kernels of an op that maps each column's values (as float64, nulls NaN) to a
+    float output of ``dtype``: ``rows_function(names)`` gives the function of a
+    ``(len(names), rows)`` float64 array that computes them. An integer ``dtype`` gets no
+    kernel, since NaN would turn into arbitrary numbers (the op's ``transform`` serves then).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.graph.kernels import Block
+    >>> from tabflow.ops._numeric import float_kernels
+    >>> from tabflow.schema import ColumnSchema, Schema
+    >>> schema = Schema([ColumnSchema("x", dtype="float64")])
+    >>> (kernel,) = float_kernels(["x"], schema, "float32", lambda names: lambda values: values * 2)
+    >>> kernel.fn(Block(np.array([[1.5, np.nan]]))).values.tolist()
+    [[3.0, nan]]
+    """
+
+    def make(block_names: list[str], source: str, target: str) -> Any:
+        if np.dtype(target).kind != "f":
+            return None
+        compute = rows_function(block_names)
+        return lambda block: Block(compute(floats(block)).astype(target, copy=False))
+
+    return elementwise_kernels(names, input_schema, lambda name, source: dtype, make)

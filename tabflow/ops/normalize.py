@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
-from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
+from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import (
     dtype_name,
+    float_kernels,
     float_output_dtype,
     map_values,
     merge_moments,
@@ -105,16 +106,13 @@ class Normalize(StatOperator):
 
     def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
         self.check_is_fitted()
-        dtype = self.output_dtype
 
-        def make(names: list[str], source: str, target: str) -> Any:
-            if np.dtype(target).kind != "f":
-                return None  # an integer out_dtype would turn NaN into arbitrary numbers
+        def standardize(names: list[str]) -> Any:
             means = np.array([[self.means_[name]] for name in names], dtype=np.float64)
             scales = np.array([[self.stds_[name] if self.stds_[name] > 0 else 1.0] for name in names], dtype=np.float64)
-            return lambda block: Block(((floats(block) - means) / scales).astype(target, copy=False))
+            return lambda values: (values - means) / scales
 
-        return elementwise_kernels(col_selector.names, input_schema, lambda name, source: dtype, make)
+        return float_kernels(col_selector.names, input_schema, self.output_dtype, standardize)
 
     @property
     def output_dtype(self) -> str:

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
-from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
+from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import (
     dtype_name,
+    float_kernels,
     float_output_dtype,
     map_values,
     require_numeric,
@@ -117,19 +118,11 @@ class NormalizeMinMax(StatOperator):
 
     def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
         self.check_is_fitted()
-        dtype = self.output_dtype
 
-        def make(names: list[str], source: str, target: str) -> Any:
-            if np.dtype(target).kind != "f":
-                return None  # an integer out_dtype would turn NaN into arbitrary numbers
+        def scale(names: list[str]) -> Any:
+            return lambda values: np.stack([self._scale(name, row) for name, row in zip(names, values)])
 
-            def scale(block: Block) -> Block:
-                values = floats(block)
-                return Block(np.stack([self._scale(name, row) for name, row in zip(names, values)]).astype(target))
-
-            return scale
-
-        return elementwise_kernels(col_selector.names, input_schema, lambda name, source: dtype, make)
+        return float_kernels(col_selector.names, input_schema, self.output_dtype, scale)
 
     def _scale(self, name: str, values: Any) -> Any:
         low, high = self.mins_[name], self.maxs_[name]

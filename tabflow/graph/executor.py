@@ -19,9 +19,12 @@ Examples
 
 from __future__ import annotations
 
+import pickle
+import threading
 import uuid
 from typing import Any, Sequence
 
+import cloudpickle
 import dask
 
 from tabflow.backends import backend_for
@@ -34,6 +37,13 @@ __all__ = ["GraphRunner", "map_graph", "map_node_inputs", "fit_partials", "evalu
 class GraphRunner:
     """Evaluates part of a graph on one in-memory frame. One instance is shared by all tasks.
 
+    A runner is serialised once, to bytes it keeps: every later copy (another partition's
+    submission, a worker handing it to another worker) sends those bytes. Serialising the
+    live graph again could race with a task running on it: ops build engine tables on first
+    use and pandas objects fill caches as they are read, so a worker pickling the runner for
+    a peer while transforming a partition with it would fail ("dictionary changed size
+    during iteration") and leave the peer's task waiting forever.
+
     Parameters
     ----------
     targets : list of Node
@@ -45,6 +55,16 @@ class GraphRunner:
     def __init__(self, targets: Sequence[Any], input_schema: Schema | None = None) -> None:
         self.targets = list(targets)
         self.input_schema = input_schema
+        self._serialized: bytes | None = None
+        self._serialize_lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        with self._serialize_lock:
+            if self._serialized is None:
+                # cloudpickle: users' ops may hold lambdas (LambdaOp) or classes defined in
+                # a notebook.
+                self._serialized = cloudpickle.dumps((self.targets, self.input_schema), protocol=pickle.HIGHEST_PROTOCOL)
+            return _runner_from_bytes, (self._serialized,)
 
     def transform(self, frame: Any) -> Any:
         """The first target's output for ``frame``."""
@@ -56,6 +76,13 @@ class GraphRunner:
         """What each target node's op receives for ``frame`` (parents' and dependencies' columns)."""
         cache: dict[int, Any] = {}
         return [_node_input(node, frame, cache) for node in self.targets]
+
+
+def _runner_from_bytes(serialized: bytes) -> GraphRunner:
+    targets, input_schema = pickle.loads(serialized)
+    runner = GraphRunner(targets, input_schema)
+    runner._serialized = serialized
+    return runner
 
 
 def conform(frame: Any, schema: Schema) -> Any:

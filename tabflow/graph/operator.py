@@ -125,6 +125,18 @@ class Operator(metaclass=_OperatorMeta):
             if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         ]
 
+    #: Attributes an op derives on first use from its parameters and fitted state (an
+    #: engine's hash tables, prepared matrices). They are left out of pickles, which they
+    #: could dwarf, and rebuilt wherever the op runs; the op reads them with
+    #: ``self.__dict__.get`` or ``setdefault``.
+    _derived_attributes: tuple[str, ...] = ()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for name in self._derived_attributes:
+            state.pop(name, None)
+        return state
+
     def get_params(self) -> dict[str, Any]:
         """The constructor's parameters as stored on the instance."""
         missing = [n for n in self._param_names() if not hasattr(self, n)]

@@ -193,6 +193,8 @@ class Categorify(StatOperator):
     3  unique       3            3             4
     """
 
+    _derived_attributes = ("_tables",)
+
     def __init__(
         self,
         freq_threshold: int | Mapping[str, int] = 0,

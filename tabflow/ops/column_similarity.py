@@ -53,6 +53,8 @@ class ColumnSimilarity(Operator):
     [0.5, 1.0, 0.5]
     """
 
+    _derived_attributes = ("_prepared",)
+
     def __init__(self, left_features: Any, right_features: Any = None, metric: str = "tfidf", on_device: bool = True) -> None:
         self.left_features = left_features
         self.right_features = right_features

@@ -83,6 +83,8 @@ class JoinExternal(Operator):
     1     3     <NA>    NaN
     """
 
+    _derived_attributes = ("_prepared",)
+
     def __init__(
         self,
         df_ext: Any,

@@ -58,6 +58,29 @@ def test_a_copied_runner_sends_the_bytes_it_arrived_as_without_reading_its_live_
     pd.testing.assert_frame_equal(pickle.loads(pickle.dumps(arrived)).transform(_frame(300, seed=1)), expected)
 
 
+def test_a_copy_rebuilds_the_graph_only_when_it_first_runs():
+    """The dask scheduler passes runners on without running them: it never rebuilds one."""
+    runner, workflow = _fitted_runner()
+    copied = pickle.loads(pickle.dumps(runner))
+    assert copied.__dict__["_graph"] is None
+    assert pickle.loads(pickle.dumps(copied)).__dict__["_graph"] is None
+    pd.testing.assert_frame_equal(copied.transform(_frame(100, seed=6)), workflow.transform(_frame(100, seed=6)))
+    assert copied.__dict__["_graph"] is not None
+    assert [node.output_schema for node in copied.targets] == [node.output_schema for node in runner.targets]
+    assert copied.input_schema == workflow.input_schema
+
+
+def test_protocol_5_hands_the_bytes_over_out_of_band():
+    """dask pickles with protocol 5 and sends buffers as they are: no copy per submission."""
+    runner, workflow = _fitted_runner()
+    buffers: list = []
+    message = pickle.dumps(runner, protocol=5, buffer_callback=buffers.append)
+    assert len(buffers) == 1 and len(message) < 200
+    arrived = pickle.loads(message, buffers=[memoryview(buffer) for buffer in buffers])
+    pd.testing.assert_frame_equal(arrived.transform(_frame(100, seed=7)), workflow.transform(_frame(100, seed=7)))
+    assert pickle.dumps(arrived, protocol=4) == pickle.dumps(runner, protocol=4)
+
+
 def test_a_runner_is_serialised_once_from_the_state_it_had_then():
     runner, workflow = _fitted_runner()
     first = pickle.dumps(runner)

@@ -42,7 +42,9 @@ class GraphRunner:
     live graph again could race with a task running on it: ops build engine tables on first
     use and pandas objects fill caches as they are read, so a worker pickling the runner for
     a peer while transforming a partition with it would fail ("dictionary changed size
-    during iteration") and leave the peer's task waiting forever.
+    during iteration") and leave the peer's task waiting forever. A copy rebuilds the graph
+    from the bytes when it first runs, so the dask scheduler, which only passes the runner
+    on, never rebuilds it.
 
     Parameters
     ----------
@@ -53,36 +55,59 @@ class GraphRunner:
     """
 
     def __init__(self, targets: Sequence[Any], input_schema: Schema | None = None) -> None:
-        self.targets = list(targets)
-        self.input_schema = input_schema
-        self._serialized: bytes | None = None
-        self._serialize_lock = threading.Lock()
+        self._graph: tuple[list[Any], Schema | None] | None = (list(targets), input_schema)
+        self._serialized: Any = None  # bytes, or a view of the buffer a copy arrived in
+        self._lock = threading.Lock()
 
-    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
-        with self._serialize_lock:
+    @classmethod
+    def _from_bytes(cls, serialized: Any) -> "GraphRunner":
+        runner = cls.__new__(cls)
+        runner._graph, runner._serialized, runner._lock = None, serialized, threading.Lock()
+        return runner
+
+    def __reduce_ex__(self, protocol: int) -> tuple[Any, tuple[Any]]:
+        with self._lock:
             if self._serialized is None:
                 # cloudpickle: users' ops may hold lambdas (LambdaOp) or classes defined in
                 # a notebook.
-                self._serialized = cloudpickle.dumps((self.targets, self.input_schema), protocol=pickle.HIGHEST_PROTOCOL)
-            return _runner_from_bytes, (self._serialized,)
+                self._serialized = cloudpickle.dumps(self._graph, protocol=pickle.HIGHEST_PROTOCOL)
+            serialized = self._serialized
+        # Protocol 5 lets dask send the bytes as they are, without copying them into each
+        # submission's message (a copy that arrived so holds a view of dask's buffer).
+        if protocol >= 5:
+            return GraphRunner._from_bytes, (pickle.PickleBuffer(serialized),)
+        return GraphRunner._from_bytes, (bytes(serialized),)
+
+    def _live_graph(self) -> tuple[list[Any], Schema | None]:
+        graph = self._graph
+        if graph is None:
+            with self._lock:
+                if self._graph is None:
+                    self._graph = pickle.loads(self._serialized)
+                graph = self._graph
+        return graph
+
+    @property
+    def targets(self) -> list[Any]:
+        """The nodes the runner computes."""
+        return self._live_graph()[0]
+
+    @property
+    def input_schema(self) -> Schema | None:
+        """The dtypes input frames are conformed to (None: taken as they come)."""
+        return self._live_graph()[1]
 
     def transform(self, frame: Any) -> Any:
         """The first target's output for ``frame``."""
-        if self.input_schema is not None:
-            frame = conform(frame, self.input_schema)
-        return evaluate(self.targets[0], frame, {})
+        targets, input_schema = self._live_graph()
+        if input_schema is not None:
+            frame = conform(frame, input_schema)
+        return evaluate(targets[0], frame, {})
 
     def node_inputs(self, frame: Any) -> list[Any]:
         """What each target node's op receives for ``frame`` (parents' and dependencies' columns)."""
         cache: dict[int, Any] = {}
         return [_node_input(node, frame, cache) for node in self.targets]
-
-
-def _runner_from_bytes(serialized: bytes) -> GraphRunner:
-    targets, input_schema = pickle.loads(serialized)
-    runner = GraphRunner(targets, input_schema)
-    runner._serialized = serialized
-    return runner
 
 
 def conform(frame: Any, schema: Schema) -> Any:

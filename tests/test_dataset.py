@@ -90,3 +90,13 @@ def _escaped(value):
     import re
 
     return re.escape(repr(value))
+
+
+def test_compute_passes_dask_options_on(frame):
+    # merlin's Dataset.compute(*args, **kwargs) is the dask frame's compute
+    workflow = nvt.Workflow(["a"] >> nvt.ops.LambdaOp(lambda col: col.astype("int16"), dtype="int16"))
+    out = workflow.fit_transform(nvt.Dataset(frame, npartitions=3)).compute(scheduler="synchronous")
+    assert out["a"].dtype == "int16" and out["a"].tolist() == frame["a"].tolist()
+    numbers = frame[["a", "x"]]
+    computed = nvt.Dataset(numbers, npartitions=3).compute(scheduler="synchronous", optimize_graph=False)
+    pd.testing.assert_frame_equal(computed, numbers)

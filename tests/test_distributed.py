@@ -161,3 +161,23 @@ def test_distributed_starts_and_closes_a_local_cluster_without_a_client(data_dir
     except ImportError:
         with pytest.raises(ImportError, match="dask-cuda"):
             nvt.Distributed(cluster_type="cuda", force_new=True)
+
+
+def test_compute_with_a_scheduler_runs_there_even_with_a_client(cluster):
+    # merlin's Dataset.compute(**kwargs) is dask's: NVTabular's tests call
+    # transform(ds).compute(scheduler="synchronous") with a client active.
+    import os
+
+    import dask.dataframe as dd
+
+    frame = pd.DataFrame({"rid": np.arange(40), "x": np.linspace(0.0, 1.0, 40)})
+    tagged = dd.from_pandas(frame, npartitions=4).map_partitions(lambda part: part.assign(pid=os.getpid()))
+    with distributed.Client(cluster) as client:
+        dataset = nvt.Dataset(tagged, client=client)
+        on_workers = dataset.compute()
+        here = dataset.compute(scheduler="synchronous")
+        persisted = dataset.persist(scheduler="synchronous").compute(scheduler="synchronous")
+    assert os.getpid() not in set(on_workers["pid"])
+    assert set(here["pid"]) == set(persisted["pid"]) == {os.getpid()}
+    pd.testing.assert_frame_equal(here.drop(columns="pid"), frame)
+    pd.testing.assert_frame_equal(on_workers.drop(columns="pid"), frame)

@@ -405,7 +405,7 @@ class Dataset:
             return iter_calls([functools.partial(reader, pieces[i]) for i in order], prefetch=prefetch, convert=convert)
         return iter_partitions(self.to_ddf(columns), order=order, prefetch=prefetch, client=self.client, convert=convert)
 
-    def compute(self, progress: bool | None = None) -> Any:
+    def compute(self, progress: bool | None = None, **dask_options: Any) -> Any:
         """The whole dataset as one in-memory frame, which may be edited in place.
 
         Partitions read from files each number their rows from 0; their concatenation gets
@@ -416,19 +416,23 @@ class Dataset:
         :mod:`tabflow.io.progress`); None (the default) shows one only for the result of
         ``Workflow.transform(..., progress=True)``.
 
+        Other keywords go to dask's ``compute``, as with merlin's ``Dataset.compute``:
+        ``compute(scheduler="synchronous")`` runs in the calling thread, even when a
+        ``distributed`` client is active.
+
         Examples
         --------
         >>> import os, tempfile, pandas as pd
         >>> import tabflow as nvt
         >>> path = os.path.join(tempfile.mkdtemp(), "d")
         >>> _ = nvt.Dataset(pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]}), npartitions=2).to_parquet(path)
-        >>> frame = nvt.Dataset(path).compute()
+        >>> frame = nvt.Dataset(path).compute(scheduler="synchronous")
         >>> frame.loc[2, "x"] = 0.0
         >>> frame.index.tolist(), frame["x"].tolist()
         ([0, 1, 2, 3], [1.0, 2.0, 0.0, 4.0])
         """
         progress = self._progress if progress is None else progress
-        (frame,) = compute(self._ddf, client=self.client, progress=progress, desc="compute")
+        (frame,) = compute(self._ddf, client=self.client, progress=progress, desc="compute", **dask_options)
         index = frame.index
         if index.name is None and index.dtype.kind in "iu" and not index.is_unique:
             frame = frame.reset_index(drop=True)
@@ -442,9 +446,10 @@ class Dataset:
         """The last ``n`` rows of the last partition (dask's ``tail``)."""
         return self.backend.writable(self._ddf.tail(n))
 
-    def persist(self) -> Any:
-        """The dask DataFrame with every partition computed and kept in memory (dask's ``persist``)."""
-        return self._ddf.persist()
+    def persist(self, **dask_options: Any) -> Any:
+        """The dask DataFrame with every partition computed and kept in memory (dask's
+        ``persist``, which takes ``dask_options`` such as ``scheduler``)."""
+        return self._ddf.persist(**dask_options)
 
     # ---------------------------------------------------------------- engines
     def to_cpu(self) -> None:

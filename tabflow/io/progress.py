@@ -38,26 +38,32 @@ from tabflow.io.cluster import active_client
 __all__ = ["compute", "partition_bar"]
 
 
-def compute(*collections: Any, client: Any = None, progress: bool = False, desc: str | None = None) -> tuple:
+def compute(
+    *collections: Any, client: Any = None, progress: bool = False, desc: str | None = None, **dask_options: Any
+) -> tuple:
     """``dask.compute(*collections)`` on ``client`` (default: the active one, else dask's
-    local scheduler), with a progress bar when ``progress`` is true."""
-    client = active_client(client)
+    local scheduler), with a progress bar when ``progress`` is true.
+
+    ``dask_options`` go to ``dask.compute`` unchanged (``optimize_graph=False``, ...); a
+    ``scheduler`` among them is used instead of any client, as ``dask.compute`` does.
+    """
+    client = None if "scheduler" in dask_options else active_client(client)
     if client is not None:
         if not progress:
-            return dask.compute(*collections, scheduler=client)
+            return dask.compute(*collections, scheduler=client, **dask_options)
         from distributed import progress as show_progress
 
-        futures = client.compute(list(collections))  # values that are not collections pass through
+        futures = client.compute(list(collections), **dask_options)  # values that are not collections pass through
         # The text bar, in notebooks too: distributed's widget shows only as a cell's value.
         show_progress([f for f in futures if hasattr(f, "key")], notebook=False)
         return tuple(client.gather(futures))
     if not progress:
-        return dask.compute(*collections)
+        return dask.compute(*collections, **dask_options)
     from dask.callbacks import normalize_callback
     from tqdm.dask import TqdmCallback
 
     bar = TqdmCallback(desc=desc, unit="task")
-    return dask.compute(*collections, callbacks=[normalize_callback(bar)])
+    return dask.compute(*collections, callbacks=[normalize_callback(bar)], **dask_options)
 
 
 @contextmanager

@@ -70,7 +70,17 @@ def arguments_of(local_variables: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _option(name: str) -> property:
-    return property(lambda self: getattr(self.options, name), doc=f"``options.{name}``")
+    # merlin's loaders keep these as plain attributes that scripts assign between epochs
+    # (``loader.batch_size = 4096``); here an assignment validates the value and rebuilds the
+    # pipeline at the next epoch, as ``device`` does.
+    def set_option(self: "LoaderBase", value: Any) -> None:
+        self.options = self.options.replace(**{name: value})
+        self._stale = True
+
+    return property(
+        lambda self: getattr(self.options, name), set_option,
+        doc=f"``options.{name}``; setting it takes effect from the next epoch.",
+    )
 
 
 class LoaderBase(torch.utils.data.IterableDataset):
@@ -292,15 +302,18 @@ class LoaderBase(torch.utils.data.IterableDataset):
         drawn yet. Loading the state into a new loader over the same data continues at the
         next batch, with the order an uninterrupted run would have had.
         """
+        options = self.options
         if self._running and self._pipeline is not None:
             at = self._pipeline.get_state()
             epoch, seed, done = at["epoch"], at["seed"], self._delivered
+            # An option set during the epoch applies from the next one: record this one's.
+            options = self._pipeline.options
         elif self._resume is not None:
             epoch, seed, done = self._resume["epoch"], self._resume["seed"], self._resume["batches"]
         else:
             epoch, seed, done = self._next_epoch, None, 0
         state = {"version": _STATE_VERSION, "epoch": epoch, "seed": seed, "batches": done}
-        return {**state, **self.options.state(), "num_rows": self.dataset.num_rows}
+        return {**state, **options.state(), "num_rows": self.dataset.num_rows}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`; the next ``iter()`` resumes that epoch at the next batch."""

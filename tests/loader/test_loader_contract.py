@@ -217,3 +217,58 @@ def test_state_is_derived_from_the_options(dataset, kind):
     assert torch.equal(ids_of(next(iter(clone))), ids_of(next(iter(loader.new(batch_size=8)))))
     for each in (loader, clone):
         each.shutdown()
+
+
+def test_options_assigned_between_epochs_apply_to_the_next_epoch(dataset, frame, kind):
+    # merlin's loaders keep batch_size, shuffle, drop_last, ... as plain attributes that
+    # scripts assign between epochs (NVTabular's test_kill_dl sweeps batch sizes that way).
+    make, ids_of = kind
+    loader = make(dataset, batch_size=64)
+    first = _epoch(loader, ids_of, frame)
+    assert [len(b) for b in first[:-1]] == [64] * (len(first) - 1)
+
+    loader.batch_size, loader.drop_last = 100, True
+    assert (loader.batch_size, loader.drop_last, len(loader)) == (100, True, NUM_ROWS // 100)
+    second = _epoch(loader, ids_of, frame)
+    # the same row order as a loader built with these options, every batch full
+    assert second == _epoch(make(dataset, batch_size=100, drop_last=True), ids_of)
+    assert [len(b) for b in second] == [100] * (NUM_ROWS // 100)
+    assert [i for b in second for i in b] == list(range(NUM_ROWS // 100 * 100))
+
+    loader.shuffle, loader.seed_fn = True, lambda: 7
+    third = _epoch(loader, ids_of, frame)
+    rows = [i for b in third for i in b]
+    assert [len(b) for b in third] == [100] * (NUM_ROWS // 100)
+    assert len(set(rows)) == len(rows) and set(rows) <= set(range(NUM_ROWS))
+    assert rows != sorted(rows)
+    loader.shutdown()
+
+
+def test_an_option_assigned_mid_epoch_waits_for_the_next_epoch(dataset, kind):
+    make, ids_of = kind
+    loader = make(dataset, batch_size=20)
+    batches = iter(loader)
+    next(batches), next(batches)
+    loader.batch_size = 50
+    # the epoch in progress keeps its batches, and its state says so: it resumes as saved
+    assert ids_of(next(batches)).tolist() == list(range(40, 60))
+    state = loader.state_dict()
+    assert (state["batch_size"], state["batches"]) == (20, 3)
+    resumed = make(dataset, batch_size=20)
+    resumed.load_state_dict(state)
+    assert ids_of(next(iter(resumed))).tolist() == list(range(60, 80))
+    sizes = [len(b) for b in _epoch(loader, ids_of)]
+    assert len(sizes) == -(-NUM_ROWS // 50) and sizes[:-1] == [50] * (len(sizes) - 1)
+    for each in (loader, resumed):
+        each.shutdown()
+
+
+def test_an_invalid_assigned_option_is_refused_with_its_name_and_changes_nothing(dataset, kind):
+    make, _ = kind
+    loader = make(dataset, batch_size=20)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
+        loader.batch_size = 0
+    with pytest.raises(TypeError, match="seed_fn must be a callable"):
+        loader.seed_fn = 3
+    assert (loader.batch_size, loader.seed_fn) == (20, None)
+    loader.shutdown()

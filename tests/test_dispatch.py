@@ -613,6 +613,27 @@ def test_read_dispatch_reads_a_frame_the_tabflow_way(parquet_file):
     assert dispatch.read_parquet_dispatch(frame)(parquet_file).shape == (3, 3)
 
 
+@pytest.mark.parametrize(
+    "index",
+    [pd.RangeIndex(3, 7), pd.Index([10, 4, 7, 2], name="code"), pd.Index(["w", "x", "y", "z"])],
+    ids=["range", "named", "strings"],
+)
+def test_read_dispatch_keeps_the_stored_index_as_pandas_does(tmp_path, index):
+    # merlin's read_dispatch was pd.read_parquet: Categorify's unique files keep the encoded
+    # index (3, 4, ...) as a stored RangeIndex, and NVTabular scripts read it back.
+    path = str(tmp_path / "t.parquet")
+    frame = pd.DataFrame({"v": ["a", None, "c", "d"], "n": pd.array([1, None, 3, 4], dtype="Int64")}, index=index)
+    frame.to_parquet(path, index=None)
+    frame = dispatch.read_dispatch(cpu=True)(path)
+    reference = pd.read_parquet(path)
+    # values and name as pandas reads them; strings keep tabflow's string dtype
+    assert frame.index.tolist() == reference.index.tolist() and frame.index.name == reference.index.name
+    assert frame.columns.tolist() == ["v", "n"]
+    assert frame["v"].tolist()[::2] == ["a", "c"] and frame["n"].dtype == pd.Int64Dtype()
+    # columns= may leave a named index out of the read: the rows come back with a default index.
+    assert dispatch.read_dispatch(cpu=True)(path, columns=["v"])["v"].tolist()[2] == "c"
+
+
 @pytest.mark.filterwarnings("ignore:The inplace keyword")  # raised inside dask's parquet reader
 def test_read_dispatch_collections_and_csv(parquet_file, tmp_path):
     collection = dispatch.read_dispatch(pd.DataFrame(), collection=True)(parquet_file)

@@ -30,6 +30,7 @@ import enum
 import functools
 import importlib
 import importlib.util
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
@@ -1266,7 +1267,30 @@ def read_dispatch(df: Any = None, cpu: bool | None = None, collection: bool = Fa
         backend = owner if owner is not None and owner.is_frame(df) else _backend()
     if collection:
         return functools.partial(_read_collection, backend.name, fmt)
+    if fmt == "parquet":
+        return functools.partial(_read_parquet_table, backend)
     return functools.partial(backend.read_table, kind=fmt)
+
+
+def _read_parquet_table(backend: Any, path: Any, **kwargs: Any) -> Any:
+    # merlin's read_dispatch was pd.read_parquet / cudf.read_parquet, which give back the
+    # index a frame was written with (Categorify's unique files keep the encoded index
+    # there); the engine's side-table reader returns a default index, so restore it from one
+    # file's pandas metadata: named index columns, or a stored range that fits the rows read.
+    frame = backend.read_table(path, kind="parquet", **kwargs)
+    if not (isinstance(path, (str, os.PathLike)) and os.path.isfile(path)):
+        return frame
+    stored = (pq.read_schema(path).pandas_metadata or {}).get("index_columns", [])
+    names = [entry for entry in stored if isinstance(entry, str)]
+    if names and all(name in frame.columns for name in names):
+        frame = frame.set_index(names)
+        # pandas stores an unnamed index as "__index_level_0__", which reads back unnamed.
+        frame.index.names = [None if str(n).startswith("__index_level_") else n for n in frame.index.names]
+    elif len(stored) == 1 and isinstance(stored[0], dict) and stored[0].get("kind") == "range":
+        start, stop, step = stored[0]["start"], stored[0]["stop"], stored[0]["step"]
+        if len(range(start, stop, step)) == len(frame):
+            frame.index = pd.RangeIndex(start, stop, step, name=stored[0].get("name"))
+    return frame
 
 
 def _read_collection(engine: str, fmt: str, path: Any, **kwargs: Any) -> Any:
@@ -1282,9 +1306,12 @@ def read_parquet_dispatch(df: Any) -> Callable:
     Examples
     --------
     >>> import pandas as pd
+    >>> import os, tempfile
     >>> from tabflow.dispatch import read_parquet_dispatch
-    >>> read_parquet_dispatch(pd.DataFrame()).keywords
-    {'kind': 'parquet'}
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pd.DataFrame({"a": [1, 2]}, index=pd.RangeIndex(3, 5)).to_parquet(path)
+    >>> read_parquet_dispatch(pd.DataFrame())(path).index.tolist()
+    [3, 4]
     """
     return read_dispatch(df=df, fmt="parquet")
 

@@ -11,6 +11,7 @@ from tabflow.backends import backend_for
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric
+from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.hash_bucket import categorical_column
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
@@ -19,7 +20,7 @@ from tabflow.schema.dtypes import is_integer, is_masked, nullable_dtype
 __all__ = ["Bucketize"]
 
 
-class Bucketize(Operator):
+class Bucketize(SchemaFromColumns, Operator):
     """Bucket index of each value: the number of boundaries that are ``<=`` the value.
 
     With boundaries ``b_0 < b_1 < ... < b_{k-1}``, a value ``x`` gets bucket ``i`` when
@@ -112,8 +113,8 @@ class Bucketize(Operator):
 
         return elementwise_kernels(col_selector.names, input_schema, lambda name, source: _output_dtype(source), make)
 
-    def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
-        column = super().compute_column_schema(col_name, input_schema)
+    def _full_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
+        column = self._source_column_schema(col_name, input_schema)
         dtype = _output_dtype(str(input_schema[col_name].dtype))
         return categorical_column(column, len(self._boundaries(col_name)) + 1, False, dtype=dtype)
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import shutil
+import tempfile
 import warnings
+import weakref
 from typing import Any, Mapping
 
 import dask.utils
@@ -15,6 +18,7 @@ from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _vocab, _vocab_files, _vocab_kernels
 from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
+from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.embedding_sizes import (
     get_embedding_sizes,  # also importable from here, as in NVTabular
 )
@@ -26,6 +30,11 @@ __all__ = ["Categorify", "get_embedding_sizes"]
 _ENCODE_TYPES = ("joint", "combo")
 
 
+# Key in the op's derived-table cache of the vocabulary files written for `categories`
+# when no out_path is given.
+_PRIVATE_CATEGORIES = "categories files"
+
+
 @inert_arguments(
     search_sorted=InertArgument(False, "values are always looked up in a hash table kept in memory"),
     cat_cache=InertArgument("host", "vocabularies are kept in host memory and moved to the data's engine once"),
@@ -35,7 +44,7 @@ _ENCODE_TYPES = ("joint", "combo")
         "(files per vocabulary)", FutureWarning,
     ),
 )
-class Categorify(StatOperator):
+class Categorify(SchemaFromColumns, StatOperator):
     """Map each categorical value to an integer index, most frequent values first.
 
     Index convention: ``0`` is never produced (padding), ``1`` is null, ``2`` is
@@ -299,26 +308,47 @@ class Categorify(StatOperator):
         return sizes
 
     @property
-    def categories(self) -> dict[str, Any]:
+    def categories(self) -> dict[str, str]:
         """NVTabular's fitted ``categories``: per vocabulary (a column, or ``"a_b"`` for a
-        group), the path of its ``unique.<name>.parquet`` file under ``out_path``.
+        group), the path of its ``unique.<name>.parquet`` file, which NVTabular scripts read
+        with ``pd.read_parquet``. Empty before fitting, as NVTabular's was.
 
-        Without ``out_path`` nothing is written (NVTabular wrote under ``"./"``), and each
-        entry is that file's content instead: a host frame of the values with the encoded
-        index as index. Empty before fitting, as NVTabular's was.
+        With ``out_path`` the files are the ones written there while fitting. Without it
+        nothing is written where NVTabular wrote (``./categories``): the files are written on
+        first use under a private temporary directory, once per fit, and removed with the op
+        (or when Python exits).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import tabflow as nvt
+        >>> from tabflow import ops
+        >>> op = ops.Categorify()
+        >>> _ = nvt.Workflow(["c"] >> op).fit(pd.DataFrame({"c": ["b", "a", "b"]}))
+        >>> unique = pd.read_parquet(op.categories["c"])
+        >>> unique["c"].tolist(), unique.index.tolist()
+        (['b', 'a'], [3, 4])
         """
         if not self.fitted:
             return {}
         if self.out_path is not None:
             return {key: _vocab_files.unique_path(self.out_path, key) for key in self.vocabs_}
-        tables = {}
-        for key, vocab in self.vocabs_.items():
-            combo = key in self.combo_inputs_
-            unit = _vocab.Unit(key, tuple(self.combo_inputs_[key]) if combo else (key,), (), combo=combo)
-            host = backend_for(vocab).to_host(vocab)
-            counted = bool(host[_vocab.COUNT].notna().all())  # user-given vocabs have no counts
-            tables[key] = _vocab_files.unique_table(unit, host, self.oov_slots_[key], counted, self._shift(key))
-        return tables
+        cache = self.__dict__.setdefault("_tables", {})
+        if _PRIVATE_CATEGORIES not in cache:
+            directory = tempfile.mkdtemp(prefix="tabflow-categories-")
+            weakref.finalize(self, shutil.rmtree, directory, True)
+            tables = {}
+            for key, vocab in self.vocabs_.items():
+                combo = key in self.combo_inputs_
+                unit = _vocab.Unit(key, tuple(self.combo_inputs_[key]) if combo else (key,), (), combo=combo)
+                host = backend_for(vocab).to_host(vocab)
+                counted = bool(host[_vocab.COUNT].notna().all())  # user-given vocabs have no counts
+                n_oov, shift = self.oov_slots_[key], self._shift(key)
+                unique = _vocab_files.unique_table(unit, host, n_oov, counted, shift)
+                # How many rows fell in each range was not kept after fitting.
+                tables[key] = (unique, _vocab_files.meta_table(n_oov, len(unique), None, shift=shift))
+            cache[_PRIVATE_CATEGORIES] = _vocab_files.write_vocabularies(directory, tables, {})
+        return dict(cache[_PRIVATE_CATEGORIES])
 
     def _shift(self, key: str) -> int:
         # Workflows saved before single_table existed have no offsets_.
@@ -567,7 +597,7 @@ class Categorify(StatOperator):
             for out in unit.outputs
         ])
 
-    def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
+    def _full_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         # ``input_schema`` holds the columns encoded together into ``col_name``.
         names = input_schema.column_names
         group = ColumnSelector(names if len(names) == 1 else [names])
@@ -575,7 +605,7 @@ class Categorify(StatOperator):
         return self._column_schema(col_name, unit, input_schema)
 
     def _column_schema(self, col_name: str, unit: _vocab.Unit, input_schema: Schema) -> ColumnSchema:
-        column = super().compute_column_schema(col_name, input_schema)
+        column = self._source_column_schema(col_name, input_schema)
         is_list = not unit.combo and input_schema[col_name].is_list
         column = column.with_dtype(f"list<{self.output_dtype}>" if is_list else self.output_dtype)
         column = column.with_tags(Tags.CATEGORICAL, *([Tags.LIST] if is_list else []))

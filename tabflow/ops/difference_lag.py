@@ -9,7 +9,7 @@ from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
 from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import Operator
-from tabflow.schema import ColumnSchema, Schema, Tags
+from tabflow.schema import Schema, Tags
 
 __all__ = ["DifferenceLag"]
 
@@ -81,5 +81,12 @@ class DifferenceLag(Operator):
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         return {f"{n}_difference_lag_{s}": [n] for s in self._shifts() for n in col_selector.names}
 
-    def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
-        return Schema([ColumnSchema(name, dtype="float32", tags={Tags.CONTINUOUS}) for name in self.column_mapping(col_selector)])
+    # Each difference keeps its source column's tags and properties, as in NVTabular, and
+    # becomes a CONTINUOUS float32 whatever the source dtype.
+    @property
+    def output_dtype(self) -> str:
+        return "float32"
+
+    @property
+    def output_tags(self) -> list[Any]:
+        return [Tags.CONTINUOUS]

@@ -9,6 +9,7 @@ import numpy as np
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
+from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
 
@@ -20,7 +21,7 @@ _FLOAT32_AGGS = ("mean", "median", "std", "var", "sum")
 _INT32_AGGS = ("count", "nunique")
 
 
-class Groupby(Operator):
+class Groupby(SchemaFromColumns, Operator):
     """Group rows by ``groupby_cols`` and aggregate the other selected columns.
 
     Within each group, rows are ordered by ``sort_cols`` (stable, so rows with equal sort
@@ -138,6 +139,10 @@ class Groupby(Operator):
         """Canonical output dtypes from the canonical input dtypes."""
         out = {k: canon[k] for k in self._output_keys(col_selector)}
         for name, (column, agg) in self._plan(col_selector).items():
+            if column not in canon:
+                # A schema fragment without the aggregated column (merlin's per-column hooks
+                # ask with a column's own sources only); validate_input names it when fitting.
+                continue
             dtype = canon[column]
             if agg == "list":
                 out[name] = f"list<{dtype.lower() if dtype[:1] in 'IU' else dtype}>".replace("<boolean>", "<bool>")

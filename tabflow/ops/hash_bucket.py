@@ -10,6 +10,7 @@ import numpy as np
 from tabflow.backends import backend_for
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, hashes
 from tabflow.graph.selector import ColumnSelector
+from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops._vocab import embedding_dimension
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
@@ -17,7 +18,7 @@ from tabflow.schema import ColumnSchema, Schema, Tags
 __all__ = ["HashBucket"]
 
 
-class HashBucket(Operator):
+class HashBucket(SchemaFromColumns, Operator):
     """Replace each value by ``xxhash64(value) % num_buckets``, an int32 in ``[0, num_buckets)``.
 
     The hash is tabflow's stable hash (:mod:`tabflow.backends._hashing`): the same value gets
@@ -88,8 +89,8 @@ class HashBucket(Operator):
             col_selector.names, input_schema, lambda name, source: bucket_dtype(buckets_for(self.num_buckets, name, "HashBucket")), make
         )
 
-    def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
-        column = super().compute_column_schema(col_name, input_schema)
+    def _full_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
+        column = self._source_column_schema(col_name, input_schema)
         count = buckets_for(self.num_buckets, col_name, "HashBucket")
         return categorical_column(column, count, column.is_list, dtype=bucket_dtype(count))
 

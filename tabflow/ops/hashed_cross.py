@@ -8,6 +8,7 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
+from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.hash_bucket import (
     bucket_dtype,
     buckets_for,
@@ -24,7 +25,7 @@ __all__ = ["HashedCross"]
 CROSS_SEPARATOR = "_X_"
 
 
-class HashedCross(Operator):
+class HashedCross(SchemaFromColumns, Operator):
     """One int32 column per cross: ``combine(hash(a), hash(b), ...) % num_buckets``.
 
     Each column is hashed with tabflow's stable hash (:mod:`tabflow.backends._hashing`) and the
@@ -116,7 +117,7 @@ class HashedCross(Operator):
                 out[name] = backend.list_from_values_offsets(buckets, offsets, index=df.index, name=name)
         return backend.frame_from_dict(out, index=df.index)
 
-    def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
+    def _full_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         cross = tuple(input_schema.column_names)  # the crossed columns, in order
         is_list = any(input_schema[name].is_list for name in cross)
         count = self._buckets(cross)

@@ -15,6 +15,7 @@ from tabflow.ops._compat import (
     warn_inert_arguments,
 )
 from tabflow.ops._numeric import require_numeric
+from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
 from tabflow.schema.dtypes import nullable_dtype
@@ -32,7 +33,7 @@ _STATS = ("count", "sum", "mean", "std", "var", "min", "max")
     out_path=InertArgument(None, "statistics are kept with the workflow (saved by Workflow.save), not written apart"),
     on_host=InertArgument(True, "statistics are always kept in host memory"),
 )
-class JoinGroupby(StatOperator):
+class JoinGroupby(SchemaFromColumns, StatOperator):
     """Add, to every row, statistics of ``cont_cols`` over all rows sharing its category.
 
     Each selected column (or column group, whose values form one joint key) is a key. Output

@@ -18,6 +18,7 @@ from tabflow.ops._compat import (
     warn_inert_arguments,
 )
 from tabflow.ops._numeric import dtype_name
+from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
 
@@ -38,7 +39,7 @@ _IN_MEMORY = "the statistics are in-memory tables kept (and saved) with the work
     on_host=InertArgument(True, "statistics are always kept in host memory"),
     tree_width=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
 )
-class TargetEncoding(StatOperator):
+class TargetEncoding(SchemaFromColumns, StatOperator):
     """Encode each category (or column group) by the smoothed mean of one or more targets.
 
     The encoding of a key is ``(sum + p_smooth * mean) / (count + p_smooth)`` where ``sum``

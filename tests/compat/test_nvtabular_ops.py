@@ -342,3 +342,63 @@ def test_list_slice_tags_list_and_hash_bucket_tags_categorical_only():
     wf = nvt.Workflow((["l"] >> ops.ListSlice(2)) + (["c"] >> ops.HashBucket(5))).fit(df)
     assert Tags.LIST in wf.output_schema["l"].tags
     assert set(wf.output_schema["c"].tags) == {Tags.CATEGORICAL}
+
+
+_HOOK_OPS = {
+    "Bucketize": lambda: ops.Bucketize([1, 5]),
+    "Categorify": lambda: ops.Categorify(),
+    "Categorify combo": lambda: ops.Categorify(encode_type="combo"),
+    "HashBucket": lambda: ops.HashBucket(7),
+    "HashedCross": lambda: ops.HashedCross(5),
+    "Groupby": lambda: ops.Groupby(["k"], aggs={"v": ["list", "count"]}),
+    "JoinGroupby": lambda: ops.JoinGroupby(cont_cols=["v"]),
+    "TargetEncoding": lambda: ops.TargetEncoding(["v"]),
+    "DifferenceLag": lambda: ops.DifferenceLag("k"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HOOK_OPS))
+def test_schema_hooks_answer_what_the_op_produces(name):
+    # merlin builds each output column by _compute_dtype/_tags/_properties/_shape and
+    # NVTabular's ops override those hooks, so NVTabular code (its test_ops_schema, custom
+    # ops calling super()._compute_dtype) asks them about a column with the sources
+    # column_mapping names for it; they must agree with compute_output_schema.
+    from tabflow.schema import ColumnSchema, Schema
+
+    op = _HOOK_OPS[name]()
+    source = Schema([
+        ColumnSchema(c, dtype="int32", tags=["TAG1"], properties={"p1": "1"}) for c in ["k", "v"]
+    ])
+    selector = nvt.ColumnSelector(["v"] if name != "Groupby" else ["k", "v"])
+    output = op.compute_output_schema(source, selector)
+    assert len(output) > 0
+    for column, sources in op.column_mapping(selector).items():
+        fragment = source.select_by_name(sources) if sources else Schema([])
+        if column not in output.column_names:
+            continue
+        produced = output[column]
+        blank = ColumnSchema(column)
+        assert op._compute_dtype(blank, fragment).dtype == produced.dtype, column
+        assert set(op._compute_tags(blank, fragment).tags) == set(produced.tags), column
+        assert op._compute_properties(blank, fragment).properties == produced.properties, column
+        assert op._compute_shape(blank, fragment).is_list == produced.is_list, column
+
+
+def test_difference_lag_keeps_source_tags_and_properties_as_nvtabular():
+    # NVTabular 23.08's DifferenceLag declares output_dtype float32 and output_tags
+    # CONTINUOUS on merlin's hooks: the source column's tags and properties carry over.
+    from tabflow.schema import ColumnSchema, Schema
+
+    source = Schema([
+        ColumnSchema("user", dtype="int64"),
+        ColumnSchema("ts", dtype="int64", tags=["ts_tag"], properties={"unit": "s"}),
+    ])
+    out = ops.DifferenceLag("user").compute_output_schema(source, nvt.ColumnSelector(["ts"]))
+    column = out["ts_difference_lag_1"]
+    assert column.dtype == "float32"
+    assert {str(t) for t in column.tags} == {"ts_tag", "continuous"}
+    assert column.properties == {"unit": "s"}
+    df = pd.DataFrame({"user": [1, 1, 2, 2], "ts": [10, 13, 5, 9]})
+    got = nvt.Workflow(["ts"] >> ops.DifferenceLag("user")).fit_transform(nvt.Dataset(df)).to_ddf().compute()
+    reference = df["ts"].diff().where(df["user"].eq(df["user"].shift())).astype("float32")
+    pd.testing.assert_series_equal(got["ts_difference_lag_1"].reset_index(drop=True), reference.rename("ts_difference_lag_1"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import os
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -685,15 +688,39 @@ def test_categories_are_unique_file_paths_with_out_path(frame, tmp_path):
     assert op.categories["s"] == str(tmp_path / "categories" / "unique.s.parquet")
 
 
-def test_categories_without_out_path_hold_the_same_tables(frame, tmp_path):
-    with_files = ops.Categorify(out_path=str(tmp_path))
-    in_memory = ops.Categorify()
-    for op in (with_files, in_memory):
-        nvt.Workflow(["s", "i"] >> op).fit(frame)
-    for name in ("s", "i"):
+def test_categories_without_out_path_are_private_files_with_the_same_tables(frame, tmp_path, monkeypatch):
+    # NVTabular scripts pd.read_parquet(op.categories[col]); without out_path the files are
+    # written to a private temporary directory, never to ./categories.
+    monkeypatch.chdir(tmp_path)
+    with_files = ops.Categorify(out_path=str(tmp_path / "out"))
+    private = ops.Categorify()
+    for op in (with_files, private):
+        nvt.Workflow(["s", "i", ["i", "m"]] >> op).fit(frame)
+    assert sorted(private.categories) == ["i", "i_m", "s"]
+    for name in ("s", "i", "i_m"):
+        path = private.categories[name]
+        assert not path.startswith(str(tmp_path)) and path.endswith(f"unique.{name}.parquet")
         written = pd.read_parquet(with_files.categories[name])
-        pd.testing.assert_index_equal(in_memory.categories[name].index, written.index)
-        assert_frame_equal(in_memory.categories[name], written)
+        pd.testing.assert_index_equal(pd.read_parquet(path).index, written.index)
+        assert_frame_equal(pd.read_parquet(path), written)
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+    assert private.categories == private.categories  # written once per fit
+
+
+def test_private_categories_follow_a_refit_and_go_with_the_op(frame):
+    op = ops.Categorify()
+    nvt.Workflow(["s"] >> op).fit(frame)
+    first = op.categories["s"]
+    small = pd.DataFrame({"s": ["zz", "zz", None, "yy"]})
+    nvt.Workflow(["s"] >> op).fit(small)
+    unique = pd.read_parquet(op.categories["s"])
+    expected = small["s"].value_counts()  # most frequent first, ties by value
+    assert unique["s"].tolist() == sorted(expected.index, key=lambda v: (-expected[v], v))
+    assert unique.index.tolist() == list(range(3, 3 + len(expected)))
+    directory = os.path.dirname(os.path.dirname(op.categories["s"]))
+    del op
+    gc.collect()
+    assert not os.path.exists(directory) and not os.path.exists(first)
 
 
 def test_get_embedding_sizes_method(frame):

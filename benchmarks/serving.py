@@ -14,9 +14,16 @@ included), one row each, and every path transforms the same requests in the same
   NumPy arrays comes back);
 - ``transform(frame)``: ``workflow.transform`` of a one-row pandas frame with the fitted
   dtypes (the serving plan; a pandas frame comes back);
-- ``pandas calls alone``: the pandas calls ``transform(frame)`` makes, without the plan's
-  own work: the frame's column labels and dtypes, its cells, and an answer frame of the
-  output dtypes (what any frame request costs through pandas' public API);
+- ``transform(JSON frame)``: ``workflow.transform`` of ``pd.DataFrame([body])``, the frame
+  pandas builds from the same dict (pandas' own dtypes: ``str``; ``int64``, or ``object``
+  for a count that is null beside ints);
+- ``pandas work alone``: the pandas work ``transform(frame)`` does, without the plan's own:
+  the frame's column labels, its dtypes and cells (read from its blocks, see
+  ``tabflow.backends._pandas_blocks``), and an answer frame of the output dtypes built from
+  blocks;
+- ``public pandas calls``: the same through pandas' public API alone (``frame.dtypes``,
+  ``frame.iat`` a cell, ``pd.DataFrame`` and ``pd.concat`` for the answer): what a frame
+  request would cost without reading blocks;
 - ``batch path``: the graph run on the one-row frame by the in-memory batch executor, what
   ``transform`` of a small frame did before the serving plan (fewer requests: it is slow).
 
@@ -106,29 +113,55 @@ def handwritten(workflow: Any) -> Callable[[dict], dict]:
     return transform
 
 
-def pandas_calls(workflow: Any) -> Callable[[Any], Any]:
-    """The pandas calls the serving plan makes for a frame of the fitted layout, alone: the
-    frame's labels and dtypes, its cells, and an answer frame from prebuilt arrays (one per
-    run of output columns of one dtype)."""
+def answer_parts(workflow: Any) -> tuple[list[Any], Any]:
+    """One zeroed 2-D array per run of output columns of one dtype, and the output labels."""
     import numpy as np
 
     from tabflow.backends import _host_arrays
 
-    positions = list(range(len(workflow.input_schema)))
     dtypes = [_host_arrays.value_dtype(str(column.dtype)) for column in workflow.output_schema]
     parts = [np.zeros((len(list(run)), 1), dtype=dtype) for dtype, run in itertools.groupby(dtypes)]
-    labels = _host_arrays.column_labels(workflow.output_schema.column_names)
+    return parts, _host_arrays.column_labels(workflow.output_schema.column_names)
 
-    def calls(frame: Any) -> Any:
+
+def pandas_work(workflow: Any) -> Callable[[Any], Any]:
+    """The pandas work the serving plan does for a frame of the fitted layout, alone: the
+    frame's labels, dtypes and cells, and an answer frame from prebuilt arrays."""
+    from tabflow.backends import _host_arrays
+
+    positions = list(range(len(workflow.input_schema)))
+    parts, labels = answer_parts(workflow)
+
+    def work(frame: Any) -> Any:
         _host_arrays.frame_layout(frame)
         _host_arrays.frame_cells(frame, positions)
         return _host_arrays.frame_of_parts([part.copy() for part in parts], labels, frame.index)
 
+    return work
+
+
+def public_pandas_calls(workflow: Any) -> Callable[[Any], Any]:
+    """:func:`pandas_work` through pandas' public API only."""
+    import pandas as pd
+
+    positions = list(range(len(workflow.input_schema)))
+    parts, labels = answer_parts(workflow)
+
+    def calls(frame: Any) -> Any:
+        frame.columns.tolist(), frame.dtypes.tolist()
+        cell = frame.iat
+        [{position: cell[row, position] for position in positions} for row in range(len(frame))]
+        pieces = [pd.DataFrame(part.copy().T, index=frame.index, copy=False) for part in parts]
+        out = pd.concat(pieces, axis=1, ignore_index=True)
+        out.columns = labels
+        return out
+
     return calls
 
 
-def make_requests(workflow: Any, options: argparse.Namespace) -> tuple[list[dict], list[Any]]:
-    """``--requests`` one-row requests, as dicts of Python values and as pandas frames."""
+def make_requests(workflow: Any, options: argparse.Namespace) -> tuple[list[dict], list[Any], list[Any]]:
+    """``--requests`` one-row requests, as dicts of Python values, as pandas frames of the
+    fitted dtypes and as the frames pandas builds from the dicts."""
     import pandas as pd
 
     from tabflow.datasets import generate_criteo
@@ -137,7 +170,7 @@ def make_requests(workflow: Any, options: argparse.Namespace) -> tuple[list[dict
     # As a JSON body gives them: str, int, None for a missing value.
     dicts = [{name: None if value is pd.NA else value for name, value in row.items()} for row in frame.to_dict("records")]
     frames = [frame.iloc[[i]].reset_index(drop=True) for i in range(len(frame))]
-    return dicts, frames
+    return dicts, frames, [pd.DataFrame([body]) for body in dicts]
 
 
 def latencies(function: Callable[[Any], Any], requests: Sequence[Any]) -> list[float]:
@@ -155,7 +188,7 @@ def percentile(times: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def check_agreement(workflow: Any, reference: Callable[[dict], dict], dicts: list[dict], frames: list[Any]) -> None:
+def check_agreement(workflow: Any, reference: Callable[[dict], dict], dicts: list[dict], frames: list[Any], json_frames: list[Any]) -> None:
     """The paths compute the same thing: equal codes, values equal to float32 precision,
     and the plan's frame identical to the batch path's."""
     import numpy as np
@@ -164,7 +197,7 @@ def check_agreement(workflow: Any, reference: Callable[[dict], dict], dicts: lis
     from tabflow.graph.executor import GraphRunner
 
     batch = GraphRunner([workflow.output_node], workflow.input_schema)
-    for request, frame in list(zip(dicts, frames))[:20]:
+    for request, frame, json_frame in list(zip(dicts, frames, json_frames))[:20]:
         served = workflow.transform(request)
         expected = reference(request)
         for name, value in expected.items():
@@ -173,9 +206,10 @@ def check_agreement(workflow: Any, reference: Callable[[dict], dict], dicts: lis
             else:
                 assert np.isclose(served[name][0], value, rtol=1e-5, atol=1e-6), (name, served[name], value)
         pd.testing.assert_frame_equal(workflow.transform(frame), batch.transform(frame), check_exact=True)
+        pd.testing.assert_frame_equal(workflow.transform(json_frame), batch.transform(json_frame), check_exact=True)
 
 
-def run(workflow: Any, options: argparse.Namespace, dicts: list[dict], frames: list[Any]) -> dict[str, list[float]]:
+def run(workflow: Any, options: argparse.Namespace, dicts: list[dict], frames: list[Any], json_frames: list[Any]) -> dict[str, list[float]]:
     from tabflow.graph.executor import GraphRunner
 
     reference = handwritten(workflow)
@@ -184,7 +218,9 @@ def run(workflow: Any, options: argparse.Namespace, dicts: list[dict], frames: l
         "hand-written": latencies(reference, dicts),
         "transform(dict)": latencies(workflow.transform, dicts),
         "transform(frame)": latencies(workflow.transform, unread(frames)),
-        "pandas calls alone": latencies(pandas_calls(workflow), unread(frames)),
+        "transform(JSON frame)": latencies(workflow.transform, unread(json_frames)),
+        "pandas work alone": latencies(pandas_work(workflow), unread(frames)),
+        "public pandas calls": latencies(public_pandas_calls(workflow), unread(frames)),
         "batch path": latencies(batch.transform, unread(frames[: options.batch_requests])),
     }
 
@@ -208,7 +244,7 @@ def report(runs: list[dict[str, list[float]]]) -> dict[str, list[float]]:
     for number, result in enumerate(runs, 1):
         print(f"-- run {number}")
         for name, times in result.items():
-            print(f"{name + ':':20} p50 {_ms(percentile(times, 50))}  p99 {_ms(percentile(times, 99))}  ({len(times)} requests)")
+            print(f"{name + ':':23} p50 {_ms(percentile(times, 50))}  p99 {_ms(percentile(times, 99))}  ({len(times)} requests)")
     ratios: dict[str, list[float]] = {}
     for name in runs[0]:
         if name == "hand-written":
@@ -218,7 +254,7 @@ def report(runs: list[dict[str, list[float]]]) -> dict[str, list[float]]:
     print(f"== over {len(runs)} run(s), min-max, ratio to the hand-written function:")
     for key, values in ratios.items():
         target = f" (target <= {TARGET_RATIO:g}x)" if key in ("transform(dict) p50", "transform(frame) p50") else ""
-        print(f"{key + ':':26} {_span(values)}{target}")
+        print(f"{key + ':':29} {_span(values)}{target}")
     return ratios
 
 
@@ -245,13 +281,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.makedirs(options.workdir, exist_ok=True)
     try:
         workflow = fitted_workflow(options)
-        dicts, frames = make_requests(workflow, options)
+        dicts, frames, json_frames = make_requests(workflow, options)
         start = time.perf_counter()
         plan = workflow.compile_serving()
         print(f"serving plan: {plan!r}, built in {_ms(time.perf_counter() - start).strip()}; "
               f"ops run by their transform: {plan.fallbacks or 'none'}")
-        check_agreement(workflow, handwritten(workflow), dicts, frames)
-        runs = [run(workflow, options, dicts, frames) for _ in range(options.repeat)]
+        check_agreement(workflow, handwritten(workflow), dicts, frames, json_frames)
+        runs = [run(workflow, options, dicts, frames, json_frames) for _ in range(options.repeat)]
         report(runs)
         print(f"peak RSS {rss_mb():.0f} MB")
     finally:

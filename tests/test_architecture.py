@@ -161,3 +161,23 @@ def test_no_torch_below_the_loader(module):
         for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
     }
     assert "torch" not in imported
+
+
+# Names that reach into pandas' internals: a frame's block manager, the buffers of its
+# arrays, private modules.
+_PANDAS_INTERNALS = ("_mgr", "_pa_array", "_ndarray", "_mask", "blknos", "blklocs")
+_PANDAS_PRIVATE_MODULES = ("pandas.core", "pandas._libs", "pandas.api.internals")
+
+
+def test_pandas_internals_are_read_in_one_module():
+    readers = set()
+    for module, path in MODULES.items():
+        tree = ast.parse(open(path, encoding="utf-8").read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in _PANDAS_INTERNALS:
+                readers.add(module)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(_PANDAS_PRIVATE_MODULES):
+                readers.add(module)
+            elif isinstance(node, ast.Import) and any(alias.name.startswith(_PANDAS_PRIVATE_MODULES) for alias in node.names):
+                readers.add(module)
+    assert readers <= {"tabflow.backends._pandas_blocks"}, readers

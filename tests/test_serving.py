@@ -297,6 +297,36 @@ def test_requests_in_other_dtypes_are_conformed_as_the_batch_path_does(train):
     assert_dict_matches(workflow.serve(one), batch(workflow, request_frame(one)))
 
 
+JSON_VALUES = {
+    "s": WORDS + UNSEEN + [None],
+    "s2": WORDS + [None],
+    "i": [0, 3, None, 2.5, 10**6, 2**60 + 1, float("nan"), True],  # Int64 fitted
+    "j": [1, -3, None, 2.0, 2**40],  # int64 fitted
+    "f": [0.5, None, 3, float("inf"), -0.0, 2**60 + 1],  # float64 fitted
+    "f32": [0.25, None, 1, 1e300],  # float32 fitted
+    "b": [True, False, None],
+}
+
+
+def test_frames_built_from_json_bodies_match_the_batch_path(train, monkeypatch):
+    # pd.DataFrame(rows) holds a number column as int64, float64 or object (a None beside
+    # ints, a bool beside numbers) depending on the values sent: one set of labels comes in
+    # many sets of dtypes, more than the plan remembers (two here).
+    from tabflow.graph import serving
+
+    monkeypatch.setattr(serving, "_DTYPE_LAYOUTS", 2)
+    workflow = nvt.Workflow(WORKFLOWS["criteo"]() + (["b", "j"] >> ops.Categorify(num_buckets=3) >> ops.Rename(postfix="_c")))
+    plan = workflow.fit(train).compile_serving()
+    rng = np.random.default_rng(16)
+    frames = []
+    for _ in range(60):
+        rows = [{name: values[int(rng.integers(len(values)))] for name, values in JSON_VALUES.items()} for _ in range(int(rng.integers(1, 4)))]
+        frames.append(pd.DataFrame(rows))
+    assert len({tuple(map(str, frame.dtypes)) for frame in frames}) > 10
+    for frame in frames + frames[::-1]:  # and again, in another order
+        assert_identical(plan.transform(frame), batch(workflow, frame))
+
+
 def test_a_word_in_a_numeric_column_is_the_batch_path_error(train):
     workflow = nvt.Workflow(WORKFLOWS["criteo"]()).fit(train)
     request = make_frame(np.random.default_rng(4), 2).astype({"i": object})

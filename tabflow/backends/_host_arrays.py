@@ -34,13 +34,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from tabflow.backends import _pandas_blocks
 from tabflow.backends.pandas_backend import BACKEND
 from tabflow.schema import dtypes
 
 __all__ = [
     "value_dtype", "has_mask", "engine_dtype", "canonical_dtype", "from_pandas", "to_pandas", "hash_values", "conform",
     "conform_pandas", "from_cells", "conform_array", "from_python", "is_frame", "is_request", "request_frame", "frame",
-    "frame_column", "range_index", "frame_layout", "frame_cells", "column_labels", "frame_of_parts",
+    "frame_column", "range_index", "frame_layout", "frame_cells", "cells_by_iat", "column_labels", "frame_of_parts",
 ]
 
 # Integers beyond these magnitudes may not survive a trip through float64 / float32, the
@@ -172,6 +173,11 @@ def from_cells(cells: Sequence[Any], shape: tuple[int, ...], source: Any, canoni
         return values.reshape(shape), np.array(nulls, dtype=bool).reshape(shape)
     if isinstance(source, np.dtype) and source.kind in "iufb":
         return conform_array(np.array(cells, dtype=source).reshape(shape), canonical)
+    if source == np.dtype(object):
+        # Python values in a column pandas could not type (a None beside ints, as
+        # ``pd.DataFrame([row])`` holds a JSON body): parsed as numbers, as conform_column
+        # does, where from_python is certain of the result.
+        return from_python(cells, shape, canonical)
     return None
 
 
@@ -341,17 +347,21 @@ def frame(columns: Mapping[str, Any], index: Any) -> pd.DataFrame:
 
 
 def frame_layout(frame: pd.DataFrame) -> tuple[list[Any], list[Any]]:
-    """A frame's column labels and dtypes, as lists."""
-    return frame.columns.tolist(), frame.dtypes.tolist()
+    """A frame's column labels and dtypes, as lists (the dtypes read from its blocks where
+    :mod:`~tabflow.backends._pandas_blocks` can, ~0.3 us a column against ~1 us)."""
+    dtypes = _pandas_blocks.dtypes(frame)
+    return frame.columns.tolist(), frame.dtypes.tolist() if dtypes is None else dtypes
 
 
 def frame_cells(frame: pd.DataFrame, positions: Sequence[int]) -> list[dict[int, Any]]:
-    """The cells of a few rows at column ``positions``: ``cells[row][position]``.
+    """The cells of a few rows at column ``positions``: ``cells[row][position]``, each the
+    value ``frame.iat[row, position]`` gives.
 
-    Read one by one (``frame.iat``, ~3.5 us a cell). ``frame.iloc[row]`` hands out a row
-    for ~2.8 us a column, but only once pandas has found the row's common dtype, ~50 us on
-    the first row read from a frame of 39 extension columns (and it casts int64 cells to
-    float64 beside float64 columns).
+    Read from the frame's blocks where :mod:`~tabflow.backends._pandas_blocks` can (~1 us a
+    cell), else one by one with ``frame.iat`` (~4 us a cell). ``frame.iloc[row]`` would
+    hand out a row for ~2.8 us a column, but only once pandas has found the row's common
+    dtype, ~50 us on the first row read from a frame of 39 extension columns (and it casts
+    int64 cells to float64 beside float64 columns).
 
     Examples
     --------
@@ -361,6 +371,12 @@ def frame_cells(frame: pd.DataFrame, positions: Sequence[int]) -> list[dict[int,
     >>> frame_cells(frame, [0, 1])
     [{0: 'a', 1: np.int64(1152921504606846977)}, {0: <NA>, 1: np.int64(3)}]
     """
+    cells = _pandas_blocks.cells(frame, positions)
+    return cells_by_iat(frame, positions) if cells is None else cells
+
+
+def cells_by_iat(frame: pd.DataFrame, positions: Sequence[int]) -> list[dict[int, Any]]:
+    """:func:`frame_cells` through pandas' public ``frame.iat``."""
     cell = frame.iat
     return [{position: cell[row, position] for position in positions} for row in range(len(frame))]
 
@@ -376,8 +392,10 @@ def frame_of_parts(parts: Sequence[np.ndarray | Mapping[Any, Any]], columns: pd.
     (pandas 3 takes them over without a copy; pandas 2 copies what it joins), and dicts of 1-D
     columns (NumPy or pandas arrays); ``columns`` from :func:`column_labels`.
 
-    pandas takes ~5 us a column to build a frame from 1-D columns, but ~7 us a whole 2-D
-    array, plus ~20 us to join frames side by side.
+    On pandas 3 the parts become the frame's blocks (~10 us for a frame of a few parts, see
+    :mod:`~tabflow.backends._pandas_blocks`). Through ``pd.DataFrame`` pandas takes ~5 us a
+    column to build a frame from 1-D columns, but ~7 us a whole 2-D array, plus ~20 us to
+    join frames side by side.
 
     Examples
     --------
@@ -395,6 +413,18 @@ def frame_of_parts(parts: Sequence[np.ndarray | Mapping[Any, Any]], columns: pd.
     # A new Index over the shared labels: a caller naming them (out.columns.name = ...)
     # changes its own frame only.
     labels = columns.view()
+    if _pandas_blocks.BUILDS_BLOCKS and isinstance(index, pd.Index):
+        blocks: list[tuple[Any, int]] = []
+        start = 0
+        for part in parts:
+            if isinstance(part, np.ndarray):
+                blocks.append((part, start))
+                start += len(part)
+            else:
+                for column in part.values():
+                    blocks.append((column, start))
+                    start += 1
+        return _pandas_blocks.frame_from_columns(blocks, labels, index)
     if len(parts) == 1 and isinstance(parts[0], np.ndarray):
         return pd.DataFrame(parts[0].T, index=index, columns=labels, copy=False)
     frames = [

@@ -46,11 +46,15 @@ from tabflow.schema import Schema
 __all__ = ["ServingPlan", "missing_columns_error", "is_request", "request_frame"]
 
 # Frames of at most this many rows are read cell by cell: a column costs pandas ~25 us to
-# hand out and conform, a cell ~3.5 us (a 39-column frame: ~1.1 ms by columns, ~0.15 ms
-# a row by cells).
+# hand out and conform, a cell ~1 us from the blocks, ~3.5 us by ``iat`` (a 39-column frame:
+# ~1.1 ms by columns, ~0.04 ms a row by cells).
 _CELL_ROWS = 8
-# Frame layouts (column labels and dtypes) a plan remembers; a server sees one or a few.
+# Sets of column labels a plan remembers layouts for; a server sees one or a few.
 _LAYOUTS = 16
+# Layouts remembered per set of labels, one per set of dtypes: frames built from JSON
+# bodies (``pd.DataFrame([row])``) hold a number column as int64, float64 or object
+# depending on which values are null, so one server sees a few of them.
+_DTYPE_LAYOUTS = 64
 # The types of request values that are one value each (anything else is looked at closer).
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
@@ -124,7 +128,7 @@ class ServingPlan:
             self.unsupported = str(reason)
         # Facts about the request frames seen, by column labels: a memo, not state (any
         # thread may add one; each is built whole before it is stored).
-        self._layouts: dict[tuple, _FrameLayout] = {}
+        self._layouts: dict[tuple, _LabelLayouts] = {}
 
     # ------------------------------------------------------------------ compiling
     def _register(self, width: int | None) -> int:
@@ -302,16 +306,16 @@ class ServingPlan:
 
     def _layout(self, frame: Any) -> "_FrameLayout":
         """What the plan needs to know of a frame's columns, built once per set of column
-        labels and dtypes."""
+        labels and dtype names."""
         columns, dtypes = _host_arrays.frame_layout(frame)
         key = tuple(columns)
-        layout = self._layouts.get(key)
-        if layout is None or layout.dtypes != dtypes:
-            layout = _FrameLayout(self, columns, dtypes)
+        known = self._layouts.get(key)
+        if known is None:
+            known = _LabelLayouts(self, columns)
             if len(self._layouts) >= _LAYOUTS:
                 self._layouts.clear()
-            self._layouts[key] = layout
-        return layout
+            self._layouts[key] = known
+        return known.find(dtypes)
 
     def _serve_dict(self, request: Mapping[str, Any]) -> dict[str, Any]:
         if not self._names <= request.keys():
@@ -370,10 +374,10 @@ class ServingPlan:
         if rows <= _CELL_ROWS and layout.cell_positions:
             table = _host_arrays.frame_cells(frame, layout.cell_positions)
         for (dtype, names, register), groups in zip(self._input_blocks, layout.groups):
-            block = _cells_block(table, groups, rows, dtype) if table is not None else None
-            if block is None:
-                block = _block_of([_host_arrays.conform(frame[name], dtype) for name in names], dtype)
-            registers[register] = block
+            if table is None:
+                registers[register] = _block_of([_host_arrays.conform(frame[name], dtype) for name in names], dtype)
+            else:
+                registers[register] = _cells_block(frame, table, groups, names, rows, dtype)
         for name, dtype, register in self._input_opaque:
             array = _host_arrays.conform_pandas(frame[name], dtype)
             if array is None:
@@ -436,51 +440,91 @@ class _Request:
         return self.index
 
 
-class _FrameLayout:
-    """Facts about request frames of one set of column labels and dtypes: where the plan's
-    input columns are, grouped by dtype, and how their cells are read.
+class _LabelLayouts:
+    """Where the plan's input columns are in frames of one set of column labels, and the
+    layouts of such frames: the last one served (checked first: a server's frames are mostly
+    alike) and one per set of dtype keys.
 
     Attributes
     ----------
-    dtypes : list
-        The frame's dtypes, in column order (a frame with the same labels but other dtypes
-        gets a new layout).
     batch_path : bool
         True when every such frame takes the batch path (the plan cannot run the graph, or
         column labels repeat).
-    groups : list
-        Per input block of the plan, ``[(members, positions, source dtype), ...]``: its
-        columns of one source dtype, as rows of the block and column positions in the frame.
+    block_positions : list of list of int
+        Per input block of the plan, the frame positions of its columns.
     cell_positions : list of int
         The positions of the columns read cell by cell.
     """
 
-    __slots__ = ("dtypes", "batch_path", "groups", "cell_positions")
+    __slots__ = ("batch_path", "block_positions", "cell_positions", "last", "by_keys")
 
-    def __init__(self, plan: ServingPlan, columns: list[Any], dtypes: list[Any]) -> None:
+    def __init__(self, plan: ServingPlan, columns: list[Any]) -> None:
         where: dict[Any, int] = {}
         for position, name in enumerate(columns):
             where.setdefault(name, position)
         missing = [name for name in plan.input_schema.column_names if name not in where]
         if missing:
             raise missing_columns_error(missing, columns)
-        self.dtypes = dtypes
         self.batch_path = plan.unsupported is not None or len(where) != len(columns)
+        self.block_positions = [] if self.batch_path else [[where[name] for name in names] for _, names, _ in plan._input_blocks]
+        self.cell_positions = [position for positions in self.block_positions for position in positions]
+        self.last: _FrameLayout | None = None
+        self.by_keys: dict[tuple, _FrameLayout] = {}
+
+    def find(self, dtypes: list[Any]) -> "_FrameLayout":
+        last = self.last
+        if last is not None and last.dtypes == dtypes:
+            return last
+        keys = tuple(map(_dtype_key, dtypes))
+        layout = self.by_keys.get(keys)
+        if layout is None:
+            if len(self.by_keys) >= _DTYPE_LAYOUTS:
+                self.by_keys.clear()
+            layout = self.by_keys[keys] = _FrameLayout(self, dtypes, keys)
+        self.last = layout
+        return layout
+
+
+class _FrameLayout:
+    """Facts about request frames of one set of column labels and dtypes: the plan's input
+    columns grouped by dtype, and how their cells are read.
+
+    Attributes
+    ----------
+    dtypes : list
+        The dtypes of the frame it was built for, in column order.
+    batch_path : bool
+        As :class:`_LabelLayouts`'.
+    groups : list
+        Per input block of the plan, ``[(members, positions, source dtype), ...]``: its
+        columns of one source dtype, as rows of the block and column positions in the frame.
+    cell_positions : list of int
+        As :class:`_LabelLayouts`'.
+    """
+
+    __slots__ = ("dtypes", "batch_path", "groups", "cell_positions")
+
+    def __init__(self, labels: _LabelLayouts, dtypes: list[Any], keys: tuple) -> None:
+        self.dtypes = dtypes
+        self.batch_path = labels.batch_path
+        self.cell_positions = labels.cell_positions
         self.groups: list[list[tuple[list[int], list[int], Any]]] = []
-        self.cell_positions: list[int] = []
-        if self.batch_path:
-            return
-        for _, names, _ in plan._input_blocks:
-            # Grouped by dtype name (one per dtype class and size; dtypes of one name are
-            # conformed alike).
-            by_source: dict[str, tuple[list[int], list[int], Any]] = {}
-            for member, name in enumerate(names):
-                position = where[name]
-                members, positions, _ = by_source.setdefault(dtypes[position].name, ([], [], dtypes[position]))
+        for block_positions in labels.block_positions:
+            # Grouped by dtype key (see _dtype_key: pandas dtypes of one name are conformed alike).
+            by_source: dict[Any, tuple[list[int], list[int], Any]] = {}
+            for member, position in enumerate(block_positions):
+                members, positions, _ = by_source.setdefault(keys[position], ([], [], dtypes[position]))
                 members.append(member)
                 positions.append(position)
             self.groups.append(list(by_source.values()))
-            self.cell_positions.extend(where[name] for name in names)
+
+
+def _dtype_key(dtype: Any) -> Any:
+    """What tells request columns' dtypes apart for reading: a NumPy dtype itself (hashed in
+    C; its ``name`` costs ~2 us), a pandas dtype by name (``string`` of either storage, one
+    ``category`` for any categories: each is conformed alike, a column at a time where its
+    cells cannot tell)."""
+    return dtype if isinstance(dtype, np.dtype) else dtype.name
 
 
 class _Call:
@@ -582,9 +626,11 @@ def _first_of(sources: list[dict[str, _Ref]], names: Sequence[str]) -> dict[str,
     return {name: next(source[name] for source in sources if name in source) for name in names}
 
 
-def _cells_block(table: list[Any], groups: list[tuple[list[int], list[int], Any]], rows: int, dtype: str) -> Block | None:
-    """An input block from cells read by :func:`~tabflow.backends._host_arrays.frame_cells`
-    (None: read its columns instead)."""
+def _cells_block(
+    frame: Any, table: list[Any], groups: list[tuple[list[int], list[int], Any]], names: Sequence[str], rows: int, dtype: str
+) -> Block:
+    """An input block from cells read by :func:`~tabflow.backends._host_arrays.frame_cells`;
+    a group of columns whose cells cannot tell (see ``from_cells``) is read as columns."""
     parts = []
     for members, positions, source in groups:
         if rows == 1:
@@ -594,7 +640,8 @@ def _cells_block(table: list[Any], groups: list[tuple[list[int], list[int], Any]
             cells = [table[row][position] for position in positions for row in range(rows)]
         converted = _host_arrays.from_cells(cells, (len(positions), rows), source, dtype)
         if converted is None:
-            return None
+            block = _block_of([_host_arrays.conform(frame[names[member]], dtype) for member in members], dtype)
+            converted = (block.values, block.nulls)
         parts.append((members, converted))
     if len(parts) == 1:
         return Block(*parts[0][1])

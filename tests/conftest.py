@@ -32,12 +32,3 @@ def to_engine(engine):
 @pytest.fixture
 def rng():
     return np.random.default_rng(42)
-
-
-@pytest.fixture(autouse=True)
-def _nvtabular_argument_warnings_afresh(monkeypatch):
-    """Each test hears the once-per-process warnings about NVTabular-only op arguments as a
-    fresh process would, whatever ran before it."""
-    from tabflow.ops import _compat
-
-    monkeypatch.setattr(_compat, "_warned", set())

@@ -39,10 +39,12 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
+import threading
 from enum import Flag, auto
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tabflow.graph.kernels import Kernel, renaming_kernels
 from tabflow.graph.node import Node, as_node
@@ -53,6 +55,27 @@ __all__ = ["Operator", "StatOperator", "NotFittedError", "OPERATOR_REGISTRY", "S
 
 #: Every Operator subclass by name; Workflow.load only instantiates classes found here.
 OPERATOR_REGISTRY: dict[str, type] = {}
+
+_rebuilding = threading.local()
+
+
+@contextlib.contextmanager
+def rebuilding_ops() -> Iterator[None]:
+    """Ops built in this thread inside the block are rebuilt from parameters an op already
+    had (``Workflow.load``, ``clone``), not written by a user: what their constructors warn
+    about was heard when the original was built, so :func:`is_rebuilding` tells them to be quiet.
+    """
+    depth = getattr(_rebuilding, "depth", 0)
+    _rebuilding.depth = depth + 1
+    try:
+        yield
+    finally:
+        _rebuilding.depth = depth
+
+
+def is_rebuilding() -> bool:
+    """True inside :func:`rebuilding_ops` (in this thread)."""
+    return getattr(_rebuilding, "depth", 0) > 0
 
 
 class NotFittedError(RuntimeError):
@@ -149,7 +172,8 @@ class Operator(metaclass=_OperatorMeta):
 
     def clone(self) -> "Operator":
         """A new, unfitted op with the same parameters."""
-        return type(self)(**self.get_params())
+        with rebuilding_ops():
+            return type(self)(**self.get_params())
 
     def __repr__(self) -> str:
         try:

@@ -5,10 +5,11 @@ NVTabular 23.08's ops take arguments that choose its own storage and lookup stra
 these arguments change nothing. They are declared here, per op, with the reason, instead of
 being spread through each op: the op's docstring lists them under *Other Parameters* (its
 own parameters come first), and setting one to anything but its default warns when the op
-is built (as NVTabular warned about ``tree_width``), naming the argument and why. Each op's
-argument warns once per process, whatever the warning filters say: a script that builds
-an op per column, clones ops or loads saved workflows with such an argument hears it once.
-Left at its default, an argument never warns.
+is built (as NVTabular warned about ``tree_width``), naming the argument and why. The warning
+is an ordinary Python warning, so Python's filters decide how often it shows (by default
+once per line of code that builds such an op; ``pytest.warns`` sees it every time). Ops
+rebuilt from parameters an op already had (``Workflow.load``, ``clone``) do not warn
+again. Left at its default, an argument never warns.
 
 Examples
 --------
@@ -16,25 +17,21 @@ Examples
 >>> from tabflow import ops
 >>> with warnings.catch_warnings(record=True) as caught:
 ...     warnings.simplefilter("always")
-...     first = ops.JoinGroupby(cont_cols=["x"], on_host=False)
-...     second = ops.JoinGroupby(cont_cols=["y"], on_host=False)
+...     op = ops.JoinGroupby(cont_cols=["x"], on_host=False)
+...     copy = op.clone()
 >>> [str(w.message) for w in caught]
 ['JoinGroupby(on_host=False) has no effect in tabflow: statistics are always kept in host memory']
 """
 
 from __future__ import annotations
 
-import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["InertArgument", "inert_arguments", "warn_inert_arguments", "warn_extra_keywords", "FittedAlias"]
+from tabflow.graph.operator import is_rebuilding
 
-# (op class, argument) pairs warned about in this process. A set of our own, not the warnings
-# registry: "always" filters (which test runners set) and catch_warnings() would reset that.
-_warned: set[tuple[str, str]] = set()
-_warned_lock = threading.Lock()
+__all__ = ["InertArgument", "inert_arguments", "warn_inert_arguments", "warn_extra_keywords", "FittedAlias"]
 
 
 @dataclass(frozen=True)
@@ -61,9 +58,11 @@ def inert_arguments(**arguments: InertArgument) -> Callable[[type], type]:
 def warn_inert_arguments(op: Any) -> None:
     """Warn about inert arguments set to a non-default value; called at the end of the op's
     ``__init__``, so the warning points at the line that built the op."""
+    if is_rebuilding():
+        return
     for name, argument in getattr(type(op), "_inert_arguments", {}).items():
         value = getattr(op, name, argument.default)
-        if _same(value, argument.default) or not _first_time(type(op).__name__, [name]):
+        if _same(value, argument.default):
             continue
         warnings.warn(
             f"{type(op).__name__}({name}={value!r:.40}) has no effect in tabflow: {argument.why}",
@@ -75,21 +74,12 @@ def warn_inert_arguments(op: Any) -> None:
 def warn_extra_keywords(op: Any, kwargs: dict[str, Any], why: str) -> None:
     """Warn that keyword arguments an NVTabular op took through ``**kwargs`` (and did not use)
     have no effect; called at the end of the op's ``__init__``."""
-    new = _first_time(type(op).__name__, sorted(kwargs))
-    if new:
+    if kwargs and not is_rebuilding():
         warnings.warn(
-            f"{type(op).__name__}({', '.join(new)}) has no effect in tabflow: {why}",
+            f"{type(op).__name__}({', '.join(sorted(kwargs))}) has no effect in tabflow: {why}",
             UserWarning,
             stacklevel=3,
         )
-
-
-def _first_time(op_name: str, names: list[str]) -> list[str]:
-    """The ``names`` not warned about yet for ``op_name`` (now remembered as warned about)."""
-    with _warned_lock:
-        new = [name for name in names if (op_name, name) not in _warned]
-        _warned.update((op_name, name) for name in new)
-    return new
 
 
 def _same(value: Any, default: Any) -> bool:

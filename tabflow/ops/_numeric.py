@@ -7,7 +7,7 @@ NVTabular's ``nvtabular.ops.normalize`` does) without the two modules importing 
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -18,7 +18,8 @@ from tabflow.schema import Schema
 from tabflow.schema import dtypes as _dtypes
 
 __all__ = [
-    "require_numeric", "warn_no_finite_values", "merge_moments", "map_values", "dtype_name", "float_output_dtype",
+    "require_numeric", "warn_no_finite_values", "merge_moments", "map_values", "map_arrays", "dtype_name",
+    "float_output_dtype",
 ]
 
 
@@ -73,6 +74,30 @@ def map_values(backend: Any, column: Any, fn: Callable[[Any], Any]) -> Any:
     _, offsets = backend.list_values_offsets(column)
     values = backend.to_float(backend.list_values_series(column), "float64")
     return backend.list_from_values_offsets(fn(values), offsets, index=column.index, name=column.name)
+
+
+def map_arrays(arrays: Mapping[str, Any], names: Sequence[str], fn: Callable[[str, Any], Any], dtype: str) -> dict[str, Any]:
+    """NVTabular's dict-of-arrays form of a numeric op's ``transform`` (its Normalize ops
+    declared ``Supports.CPU_DICT_ARRAY`` and ``GPU_DICT_ARRAY``): ``{name: fn(name, values)}``
+    for the selected columns, ``fn`` given float64 values, its result cast to ``dtype``.
+
+    Works on NumPy and CuPy arrays alike (a CuPy array stays on its device); a list or tuple
+    is read as a NumPy array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.ops._numeric import map_arrays
+    >>> map_arrays({"x": np.array([1, 3]), "y": [0.5]}, ["x"], lambda name, values: values / 2, "float32")
+    {'x': array([0.5, 1.5], dtype=float32)}
+    """
+    out = {}
+    for name in names:
+        values = arrays[name]
+        if not hasattr(values, "astype"):
+            values = np.asarray(values)
+        out[name] = fn(name, values.astype("float64")).astype(dtype)
+    return out
 
 
 def dtype_name(dtype: Any) -> str:

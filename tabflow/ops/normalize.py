@@ -5,7 +5,7 @@ NVTabular 23.08 defined ``NormalizeMinMax`` in this module too; it is importable
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from tabflow.ops._numeric import (
     dtype_name,
     float_kernels,
     float_output_dtype,
+    map_arrays,
     map_values,
     merge_moments,
     require_numeric,
@@ -95,14 +96,19 @@ class Normalize(StatOperator):
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         self.check_is_fitted()
+        if isinstance(df, Mapping):  # NVTabular's dict of NumPy / CuPy arrays
+            return map_arrays(df, col_selector.names, self._standardize, self.output_dtype)
         backend = backend_for(df)
         dtype = self.output_dtype
         out = {}
         for name in col_selector.names:
-            mean, std = self.means_[name], self.stds_[name]
-            scale = std if std > 0 else 1.0
-            out[name] = map_values(backend, df[name], lambda values: backend.astype((values - mean) / scale, dtype))
+            out[name] = map_values(backend, df[name], lambda values: backend.astype(self._standardize(name, values), dtype))
         return backend.frame_from_dict(out, index=df.index)
+
+    def _standardize(self, name: str, values: Any) -> Any:
+        """One column's float64 values standardised (a constant column is only centred)."""
+        std = self.stds_[name]
+        return (values - self.means_[name]) / (std if std > 0 else 1.0)
 
     def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
         self.check_is_fitted()

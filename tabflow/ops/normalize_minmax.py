@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from tabflow.ops._numeric import (
     dtype_name,
     float_kernels,
     float_output_dtype,
+    map_arrays,
     map_values,
     require_numeric,
     warn_no_finite_values,
@@ -107,10 +108,13 @@ class NormalizeMinMax(StatOperator):
 
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
         self.check_is_fitted()
+        # x / (2x) is 0/0 for x = 0 and inf/inf for infinities: NaN is the documented result.
+        if isinstance(df, Mapping):  # NVTabular's dict of NumPy / CuPy arrays
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return map_arrays(df, col_selector.names, self._scale, self.output_dtype)
         backend = backend_for(df)
         dtype = self.output_dtype
         out = {}
-        # x / (2x) is 0/0 for x = 0 and inf/inf for infinities: NaN is the documented result.
         with np.errstate(invalid="ignore", divide="ignore"):
             for name in col_selector.names:
                 out[name] = map_values(backend, df[name], lambda values: backend.astype(self._scale(name, values), dtype))

@@ -281,6 +281,7 @@ def decode_op(
 
 def _decode_op(data: Any, ctx: _Context) -> Any:
     import tabflow.ops  # noqa: F401  (registers the built-in ops)
+    from tabflow.graph.operator import rebuilding_ops
     from tabflow.ops.operator import OPERATOR_REGISTRY, StatOperator
 
     if not isinstance(data, dict) or not isinstance(data.get("class"), str) or set(data) - {"class", "params", "state"}:
@@ -299,7 +300,8 @@ def _decode_op(data: Any, ctx: _Context) -> Any:
         raise LoadError(f"{owner}: {cls.__name__} takes no parameter(s) {[str(u)[:60] for u in unknown]}; it takes {declared}")
     kwargs = {name: _decode(value, ctx.at(f"{owner}, parameter {name!r}")) for name, value in params.items()}
     try:
-        op = cls(**kwargs)
+        with rebuilding_ops():
+            op = cls(**kwargs)
     except Exception as err:  # noqa: BLE001 - a constructor refusing saved parameters
         raise LoadError(f"{owner}: {cls.__name__}(**saved parameters) raised {type(err).__name__}: {err}") from err
     state = _mapping(data.get("state", {}), ctx.at(owner))

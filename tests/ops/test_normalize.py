@@ -145,3 +145,23 @@ def test_list_columns_are_normalised_element_wise(to_engine):
         for g, e in zip(g_row, e_row):
             assert (g is None or np.isnan(g)) if e is None else g == pytest.approx(e)
     assert wf.output_schema["l"].dtype == "list<float64>"
+
+
+@pytest.mark.parametrize("op", [ops.Normalize(), ops.Normalize(out_dtype="float32"), ops.NormalizeMinMax(), ops.NormalizeMinMax(out_dtype="float32")], ids=repr)
+def test_a_dict_of_arrays_transforms_as_the_frame_does(frame, op):
+    # NVTabular's Normalize ops declared CPU_DICT_ARRAY / GPU_DICT_ARRAY: op.transform of a
+    # dict of arrays (its Triton path) gives a dict of the selected columns.
+    frame = frame.assign(f=frame["x"].fillna(0.0).to_numpy(), j=np.arange(len(frame)), z=np.where(np.arange(len(frame)) < 3, 0.0, 4.0))
+    frame.loc[5, "z"] = np.inf
+    names = ["f", "j", "const", "z"]
+    workflow = nvt.Workflow(names >> op)
+    expected = workflow.fit_transform(frame)
+    fitted = workflow.output_node.op
+    selector = nvt.ColumnSelector(names)
+    arrays = {name: frame[name].to_numpy() for name in names} | {"unselected": np.zeros(len(frame))}
+    for request in (arrays, {name: values.tolist() for name, values in arrays.items()}):
+        out = fitted.transform(selector, request)
+        assert list(out) == names
+        for name in names:
+            assert isinstance(out[name], np.ndarray) and out[name].dtype == expected[name].dtype, name
+            assert out[name].tobytes() == expected[name].to_numpy().tobytes(), name

@@ -142,19 +142,15 @@ def pandas_work(workflow: Any) -> Callable[[Any], Any]:
 
 def public_pandas_calls(workflow: Any) -> Callable[[Any], Any]:
     """:func:`pandas_work` through pandas' public API only."""
-    import pandas as pd
+    from tabflow.backends import _host_arrays
 
     positions = list(range(len(workflow.input_schema)))
     parts, labels = answer_parts(workflow)
 
     def calls(frame: Any) -> Any:
         frame.columns.tolist(), frame.dtypes.tolist()
-        cell = frame.iat
-        [{position: cell[row, position] for position in positions} for row in range(len(frame))]
-        pieces = [pd.DataFrame(part.copy().T, index=frame.index, copy=False) for part in parts]
-        out = pd.concat(pieces, axis=1, ignore_index=True)
-        out.columns = labels
-        return out
+        _host_arrays.cells_by_iat(frame, positions)
+        return _host_arrays.frame_of_parts_by_pandas([part.copy() for part in parts], labels, frame.index)
 
     return calls
 

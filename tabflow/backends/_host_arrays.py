@@ -42,6 +42,7 @@ __all__ = [
     "value_dtype", "has_mask", "engine_dtype", "canonical_dtype", "from_pandas", "to_pandas", "hash_values", "conform",
     "conform_pandas", "from_cells", "conform_array", "from_python", "is_frame", "is_request", "request_frame", "frame",
     "frame_column", "range_index", "frame_layout", "frame_cells", "cells_by_iat", "column_labels", "frame_of_parts",
+    "frame_of_parts_by_pandas",
 ]
 
 # Integers beyond these magnitudes may not survive a trip through float64 / float32, the
@@ -376,7 +377,15 @@ def frame_cells(frame: pd.DataFrame, positions: Sequence[int]) -> list[dict[int,
 
 
 def cells_by_iat(frame: pd.DataFrame, positions: Sequence[int]) -> list[dict[int, Any]]:
-    """:func:`frame_cells` through pandas' public ``frame.iat``."""
+    """:func:`frame_cells` through pandas' public ``frame.iat``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends._host_arrays import cells_by_iat
+    >>> cells_by_iat(pd.DataFrame({"n": pd.array([None, 7], dtype="Int64")}), [0])
+    [{0: <NA>}, {0: np.int64(7)}]
+    """
     cell = frame.iat
     return [{position: cell[row, position] for position in positions} for row in range(len(frame))]
 
@@ -408,23 +417,39 @@ def frame_of_parts(parts: Sequence[np.ndarray | Mapping[Any, Any]], columns: pd.
     0  1  3     x  0.5
     1  2  4  <NA>  1.5
     """
-    if not parts:
-        return frame({}, index)
+    if not parts or not (_pandas_blocks.BUILDS_BLOCKS and isinstance(index, pd.Index)):
+        return frame_of_parts_by_pandas(parts, columns, index)
+    blocks: list[tuple[Any, int]] = []
+    start = 0
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            blocks.append((part, start))
+            start += len(part)
+        else:
+            for column in part.values():
+                blocks.append((column, start))
+                start += 1
     # A new Index over the shared labels: a caller naming them (out.columns.name = ...)
     # changes its own frame only.
-    labels = columns.view()
-    if _pandas_blocks.BUILDS_BLOCKS and isinstance(index, pd.Index):
-        blocks: list[tuple[Any, int]] = []
-        start = 0
-        for part in parts:
-            if isinstance(part, np.ndarray):
-                blocks.append((part, start))
-                start += len(part)
-            else:
-                for column in part.values():
-                    blocks.append((column, start))
-                    start += 1
-        return _pandas_blocks.frame_from_columns(blocks, labels, index)
+    return _pandas_blocks.frame_from_columns(blocks, columns.view(), index)
+
+
+def frame_of_parts_by_pandas(parts: Sequence[np.ndarray | Mapping[Any, Any]], columns: pd.Index, index: Any) -> pd.DataFrame:
+    """:func:`frame_of_parts` through pandas' public ``pd.DataFrame`` and ``pd.concat``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from tabflow.backends._host_arrays import column_labels, frame_of_parts_by_pandas
+    >>> frame_of_parts_by_pandas([np.array([[1, 2]]), {"f": np.array([0.5, 1.5])}], column_labels(["a", "f"]), pd.RangeIndex(2))
+       a    f
+    0  1  0.5
+    1  2  1.5
+    """
+    if not parts:
+        return frame({}, index)
+    labels = columns.view()  # as frame_of_parts: the caller's frame gets its own Index
     if len(parts) == 1 and isinstance(parts[0], np.ndarray):
         return pd.DataFrame(parts[0].T, index=index, columns=labels, copy=False)
     frames = [

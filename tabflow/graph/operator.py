@@ -64,6 +64,14 @@ def rebuilding_ops() -> Iterator[None]:
     """Ops built in this thread inside the block are rebuilt from parameters an op already
     had (``Workflow.load``, ``clone``), not written by a user: what their constructors warn
     about was heard when the original was built, so :func:`is_rebuilding` tells them to be quiet.
+
+    Examples
+    --------
+    >>> from tabflow.graph.operator import is_rebuilding, rebuilding_ops
+    >>> with rebuilding_ops():
+    ...     inside = is_rebuilding()
+    >>> inside, is_rebuilding()
+    (True, False)
     """
     depth = getattr(_rebuilding, "depth", 0)
     _rebuilding.depth = depth + 1

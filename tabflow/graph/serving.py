@@ -306,7 +306,7 @@ class ServingPlan:
 
     def _layout(self, frame: Any) -> "_FrameLayout":
         """What the plan needs to know of a frame's columns, built once per set of column
-        labels and dtype names."""
+        labels and of dtype keys (see _dtype_key)."""
         columns, dtypes = _host_arrays.frame_layout(frame)
         key = tuple(columns)
         known = self._layouts.get(key)

@@ -6,26 +6,41 @@ import numpy as np
 import pytest
 
 
-def _cudf_available() -> bool:
-    from tabflow.backends import gpu_available
-
-    return gpu_available()
-
-
-@pytest.fixture(params=["pandas", pytest.param("cudf", marks=pytest.mark.gpu)])
+@pytest.fixture(params=["pandas", "strict", pytest.param("cudf", marks=pytest.mark.gpu)])
 def engine(request):
-    """Run a test once per engine; cuDF is skipped with the reason where it cannot run."""
-    if request.param == "cudf" and not _cudf_available():
-        pytest.skip('cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install "tabflow-etl[gpu-cu12]" or "tabflow-etl[gpu-cu13]")')
-    return request.param
+    """Run a test once per engine: pandas, the strict engine (pandas whose engine arrays
+    follow CuPy's rules, so a host/device mix-up fails here as it would on a GPU) and cuDF,
+    skipped with the reason it cannot run (cuDF missing, failing to import, no GPU).
+
+    The strict engine is a mode of the pandas engine: the test sees the name ``"pandas"``
+    (frames, datasets and ``cpu=True`` are pandas), with the mode on for its whole run."""
+    from tabflow.backends import gpu_unavailable_reason, strict_engine
+
+    if request.param == "cudf":
+        reason = gpu_unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"cuDF engine: {reason}")
+        yield "cudf"
+    elif request.param == "strict":
+        with strict_engine():
+            yield "pandas"
+    else:
+        yield "pandas"
 
 
 @pytest.fixture
-def to_engine(engine):
-    """Convert a pandas frame to the engine under test."""
-    from tabflow.backends import get_backend
+def backend(engine):
+    """The backend of the engine under test (the strict engine's while it is on)."""
+    import pandas as pd
 
-    backend = get_backend(engine)
+    from tabflow.backends import backend_for, get_backend
+
+    return get_backend(engine) if engine == "cudf" else backend_for(pd.DataFrame())
+
+
+@pytest.fixture
+def to_engine(backend):
+    """Convert a pandas frame (or NumPy array) to the engine under test."""
     return backend.from_host
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -50,6 +54,31 @@ def test_repartition(frame):
 
 def test_cpu_true_keeps_pandas(frame):
     assert nvt.Dataset(frame, cpu=True).engine == "pandas"
+
+
+def test_a_cudf_that_fails_to_import_is_reported_as_it_is(tmp_path):
+    # cuDF 26.10 beside numpy 2.5 fails inside numba-cuda: neither "no GPU" nor a corrupt
+    # file, but that import error, with the fix, wherever the GPU engine is asked for.
+    fake = tmp_path / "site" / "cudf"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise AttributeError("module \'numpy\' has no attribute \'row_stack\'")\n')
+    pd.DataFrame({"a": [1, 2]}).to_parquet(tmp_path / "d.parquet")
+    script = f"""
+import pandas as pd, pytest, tabflow as nvt
+from tabflow.backends import gpu_available, gpu_unavailable_reason
+reason = gpu_unavailable_reason()
+assert not gpu_available() and "cannot be imported: AttributeError: module 'numpy' has no attribute 'row_stack'" in reason, reason
+assert "numpy<2.5" in reason and "gpu-cu13" in reason, reason
+for data in (pd.DataFrame({{"a": [1]}}), {str(tmp_path / "d.parquet")!r}):
+    with pytest.raises(ImportError, match="row_stack") as caught:
+        nvt.Dataset(data, cpu=False)
+    assert "corrupt" not in str(caught.value)
+assert nvt.Dataset(pd.DataFrame({{"a": [1]}})).engine == "pandas"  # the default engine falls back
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 @pytest.mark.skipif(gpu_available(), reason="checks the message shown without cuDF")

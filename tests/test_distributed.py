@@ -85,10 +85,10 @@ def test_to_iter_converts_partitions_computed_by_the_cluster(cluster, data_dir):
 
 @pytest.mark.gpu
 def test_local_cuda_cluster_matches_the_local_gpu_run(data_dir, tmp_path):
-    from tabflow.backends import gpu_available
+    from tabflow.backends import gpu_unavailable_reason
 
-    if not gpu_available():
-        pytest.skip('cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install "tabflow-etl[gpu-cu12]" or "tabflow-etl[gpu-cu13]")')
+    if gpu_unavailable_reason() is not None:
+        pytest.skip(f"cuDF engine: {gpu_unavailable_reason()}")
     dask_cuda = pytest.importorskip("dask_cuda")
 
     def run(out, client=None):

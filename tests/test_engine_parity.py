@@ -13,12 +13,12 @@ import pytest
 
 import tabflow as nvt
 from tabflow import ops
-from tabflow.backends import gpu_available
+from tabflow.backends import gpu_unavailable_reason
 from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS, write_criteo
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not gpu_available(), reason='cuDF engine needs RAPIDS cuDF and a CUDA GPU (pip install "tabflow-etl[gpu-cu12]" or "tabflow-etl[gpu-cu13]")'),
+    pytest.mark.skipif(gpu_unavailable_reason() is not None, reason=f"cuDF engine: {gpu_unavailable_reason()}"),
 ]
 
 ROWS = 120_000

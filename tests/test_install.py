@@ -43,6 +43,61 @@ def test_the_distribution_name_is_the_one_in_the_metadata():
     assert pip_install("gpu-cu13") == 'pip install "tabflow-etl[gpu-cu13]"'
 
 
+#: What the GPU suite last passed on (one H100, CUDA 13): each GPU extra must admit it.
+TESTED_GPU_SET = {
+    "cudf": "26.10.2", "dask-cudf": "26.10.2", "dask-cuda": "26.10.0", "cupy": "14.2.0", "numpy": "2.4.6",
+}
+#: Versions known not to work with RAPIDS 26.10: each GPU extra must refuse them.
+REFUSED_WITH_RAPIDS_26_10 = {"numpy": ["2.5.0", "2.5.2"]}
+
+
+def _requirements(specs: list[str]) -> dict[str, "SpecifierSet"]:
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    out: dict[str, SpecifierSet] = {}
+    for spec in specs:
+        requirement = Requirement(spec)
+        out[requirement.name] = out.get(requirement.name, SpecifierSet()) & requirement.specifier
+    return out
+
+
+def _family(name: str) -> str:
+    """``cudf-cu13`` -> ``cudf``, ``cupy-cuda12x`` -> ``cupy``: the package a CUDA build is of."""
+    return re.sub(r"-(cu\d+|cuda\d+x)$", "", name)
+
+
+@pytest.mark.parametrize("extra", ["gpu-cu12", "gpu-cu13", "gpu"])
+def test_gpu_extras_admit_the_tested_set_and_refuse_what_breaks_it(extra):
+    pytest.importorskip("packaging")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as file:
+        project = tomllib.load(file)["project"]
+    base = _requirements(project["dependencies"])
+    gpu = _requirements(project["optional-dependencies"][extra])
+    # One package of each RAPIDS family, all from one CUDA major version.
+    families = {_family(name): name for name in gpu}
+    assert {"cudf", "dask-cudf", "dask-cuda", "cupy", "numpy"} <= set(families)
+    suffixes = {re.search(r"cu(?:da)?(\d+)", name).group(1) for name in gpu if name != "dask-cuda" and re.search(r"-cu", name)}
+    assert len(suffixes) == 1, f"{extra} mixes CUDA versions: {sorted(gpu)}"
+    for family, version in TESTED_GPU_SET.items():
+        name = families[family]
+        combined = gpu[name] & base.get(name, gpu[name])
+        assert combined.contains(version), f"{extra}: {name}{combined} refuses the tested {version}"
+    for family, versions in REFUSED_WITH_RAPIDS_26_10.items():
+        name = families[family]
+        combined = gpu[name] & base.get(name, gpu[name])
+        assert not any(combined.contains(v) for v in versions), f"{extra}: {name}{combined} admits {versions}"
+    # The RAPIDS packages of an extra move together: the same release range for all three.
+    ranges = {str(gpu[families[f]]) for f in ("cudf", "dask-cudf")}
+    assert len(ranges) == 1, f"{extra}: cudf and dask-cudf ranges differ: {ranges}"
+
+
+def test_gpu_is_gpu_cu12_under_its_former_name():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as file:
+        extras = tomllib.load(file)["project"]["optional-dependencies"]
+    assert extras["gpu"] == extras["gpu-cu12"]
+
+
 def test_no_message_names_the_other_projects_distribution():
     # "tabflow" on PyPI is an unrelated project: `pip install tabflow[...]` would install it.
     stale = re.compile(r"""pip install\s+['"]?tabflow(\[|['"\s)]|$)""")

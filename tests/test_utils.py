@@ -198,6 +198,10 @@ def test_notebook_style_sizing(no_cuda):
 def test_real_gpu_memory():
     pytest.importorskip("cupy")  # the GPU engine's array library, which tabflow asks
     free, total = torch.cuda.mem_get_info()
+    # device_mem_size promises cudaMemGetInfo's numbers (what allocations can use) ...
     assert device_mem_size("total") == total
     assert 0 < device_mem_size("free") <= total
-    assert pynvml_mem_size("total") == total
+    # ... pynvml_mem_size NVML's (what nvidia-smi shows), which also counts the memory the
+    # driver keeps for itself: 85,520,809,984 against 85,017,493,504 bytes on an H100.
+    nvml_total = pynvml_mem_size("total")
+    assert total <= nvml_total <= total * 1.02

@@ -17,16 +17,19 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import threading
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
 from tabflow._install import pip_install
 from tabflow.backends.protocol import SAMPLE_VARIANTS, Backend
 
 __all__ = [
     "Backend", "SAMPLE_VARIANTS", "backend_for", "collection_engine", "get_backend", "default_engine", "gpu_available",
+    "gpu_unavailable_reason", "strict_engine",
 ]
 
 _ENGINE_MODULES = {
@@ -35,6 +38,19 @@ _ENGINE_MODULES = {
 }
 # Top-level packages whose objects belong to each engine (dask collections are not frames).
 _PACKAGE_ENGINE = {"pandas": "pandas", "numpy": "pandas", "pyarrow": "pandas", "cudf": "cudf", "cupy": "cudf"}
+_STRICT_MODULE = "tabflow.backends.strict_backend"
+
+
+class _StrictSwitch:
+    """How many :func:`strict_engine` blocks are open (process-wide: dask's worker threads
+    must see the same engine as the thread that started the computation)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.lock = threading.Lock()
+
+
+_STRICT = _StrictSwitch()
 
 
 @lru_cache(maxsize=None)
@@ -56,14 +72,36 @@ def get_backend(engine: str) -> Backend:
     """
     if engine not in _ENGINE_MODULES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {sorted(_ENGINE_MODULES)}")
-    if engine == "cudf" and importlib.util.find_spec("cudf") is None:
-        # The backend module imports cuDF lazily, so check here that it exists at all.
-        raise ImportError(
-            f"the GPU engine needs RAPIDS cuDF, dask-cudf and CuPy: {pip_install('gpu-cu12')} for CUDA 12 "
-            f"or {pip_install('gpu-cu13')} for CUDA 13 (or pass cpu=True to use pandas)"
-        )
+    if engine == "cudf":
+        # The backend module imports cuDF lazily, so check here that it imports at all: a
+        # failure found later, inside a reader or an op, would be reported as something else.
+        problem = _cudf_import_problem()
+        if problem is not None:
+            raise ImportError(problem)
     module = importlib.import_module(_ENGINE_MODULES[engine])
     return module.BACKEND
+
+
+_GPU_INSTALL = f"{pip_install('gpu-cu12')} for CUDA 12 or {pip_install('gpu-cu13')} for CUDA 13"
+
+
+@lru_cache(maxsize=None)
+def _cudf_import_problem() -> str | None:
+    """None when cuDF imports; else what is wrong and how to mend it (the import error itself
+    when cuDF is installed but fails, such as a NumPy release its numba-cuda predates)."""
+    if importlib.util.find_spec("cudf") is None:
+        return f"the GPU engine needs RAPIDS cuDF, dask-cudf and CuPy: {_GPU_INSTALL} (or pass cpu=True to use pandas)"
+    try:
+        importlib.import_module("cudf")
+    except Exception as err:  # noqa: BLE001 - any failure: the message carries it as it is
+        import numpy
+
+        return (
+            f"RAPIDS cuDF is installed but cannot be imported: {type(err).__name__}: {err} (numpy {numpy.__version__}). "
+            f"Install versions that work together with {_GPU_INSTALL}, whose constraints pin them "
+            "(RAPIDS 26.10 needs numpy<2.5), or pass cpu=True to use pandas"
+        )
+    return None
 
 
 def backend_for(obj: Any) -> Backend:
@@ -76,14 +114,51 @@ def backend_for(obj: Any) -> Backend:
     >>> backend_for(np.arange(3)).name
     'pandas'
     """
-    package = type(obj).__module__.split(".", 1)[0]
+    module = type(obj).__module__
+    package = module.split(".", 1)[0]
     engine = _PACKAGE_ENGINE.get(package)
     if engine is None:
+        if module == _STRICT_MODULE:  # a strict engine's device array
+            return importlib.import_module(_STRICT_MODULE).BACKEND
         raise TypeError(
-            f"tabflow cannot handle objects of type {type(obj).__module__}.{type(obj).__name__}; "
+            f"tabflow cannot handle objects of type {module}.{type(obj).__name__}; "
             "pass a pandas or cuDF DataFrame/Series"
         )
+    if _STRICT.depth and package in ("pandas", "pyarrow"):
+        # Frames and series belong to the strict engine while it is on; NumPy arrays stay
+        # host arrays, as they are beside cuDF.
+        return importlib.import_module(_STRICT_MODULE).BACKEND
     return get_backend(engine)
+
+
+@contextlib.contextmanager
+def strict_engine() -> Iterator[None]:
+    """Run the pandas engine as the strict engine while the block is open.
+
+    Inside it, :func:`backend_for` gives pandas objects the strict engine
+    (:mod:`tabflow.backends.strict_backend`): the same frames and results, but the engine
+    arrays it returns are device arrays with CuPy's rules, so code that mixes host and
+    device arrays raises the ``TypeError`` it would raise on a GPU. The switch is
+    process-wide (dask's threads follow it); blocks may nest. Meant for tests of ops and of
+    code written on the engine arrays (the suite runs every engine-parametrised test on it).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends import backend_for, strict_engine
+    >>> with strict_engine():
+    ...     type(backend_for(pd.Series([1])).null_mask(pd.Series([1]))).__name__
+    'DeviceArray'
+    >>> type(backend_for(pd.Series([1])).null_mask(pd.Series([1]))).__name__
+    'ndarray'
+    """
+    with _STRICT.lock:
+        _STRICT.depth += 1
+    try:
+        yield
+    finally:
+        with _STRICT.lock:
+            _STRICT.depth -= 1
 
 
 def collection_engine(collection: Any) -> str:
@@ -102,7 +177,6 @@ def collection_engine(collection: Any) -> str:
     return "cudf" if type(collection).__module__.startswith("dask_cudf") else "pandas"
 
 
-@lru_cache(maxsize=None)
 def gpu_available() -> bool:
     """True when cuDF imports and at least one CUDA device is visible.
 
@@ -112,16 +186,33 @@ def gpu_available() -> bool:
     >>> isinstance(gpu_available(), bool)
     True
     """
-    try:
-        importlib.import_module("cudf")
-    except Exception:  # noqa: BLE001 - any failure to import means "no usable GPU engine"
-        return False
+    return gpu_unavailable_reason() is None
+
+
+@lru_cache(maxsize=None)
+def gpu_unavailable_reason() -> str | None:
+    """Why the GPU engine cannot run here, or None when it can.
+
+    The reason names what is missing (cuDF, a CUDA device) or carries the error cuDF raised
+    on import, so a skipped test or a refused ``cpu=False`` says what to mend.
+
+    Examples
+    --------
+    >>> from tabflow.backends import gpu_unavailable_reason
+    >>> reason = gpu_unavailable_reason()
+    >>> reason is None or "cuDF" in reason or "CUDA" in reason
+    True
+    """
+    problem = _cudf_import_problem()
+    if problem is not None:
+        return problem
     try:
         import cupy
 
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001
-        return False
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # noqa: BLE001 - no driver, no device: the error says which
+        return f"cuDF imports but no CUDA device is usable: {type(err).__name__}: {err}"
+    return None if count > 0 else "cuDF imports but no CUDA device is visible"
 
 
 def default_engine(cpu: bool | None = None) -> str:

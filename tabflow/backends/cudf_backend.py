@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import importlib
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -72,11 +73,13 @@ class CudfBackend:
         return dtype_names.unmasked_dtype(dtype_names.canonical_dtype(dtype))
 
     def engine_dtype(self, canonical: str) -> Any:
-        """Concrete cuDF dtype for a canonical dtype name."""
+        """Concrete cuDF dtype for a canonical dtype name: NumPy dtypes for numbers and
+        booleans, and for strings the dtype cuDF itself gives strings read from Arrow (so a
+        column read from a file already has it and is never cast again)."""
         cudf = _cudf()
         canonical = str(canonical)
         if dtype_names.is_string(canonical):
-            return np.dtype("O")
+            return _string_dtype()
         if dtype_names.is_list(canonical):
             return cudf.ListDtype(self.engine_dtype(dtype_names.element_dtype(canonical)))
         return np.dtype(dtype_names.unmasked_dtype(canonical))
@@ -133,7 +136,10 @@ class CudfBackend:
         from tabflow.backends.pandas_backend import _cast_if_exact
 
         target = self.engine_dtype(canonical)
-        if series.dtype == target:
+        if series.dtype == target or self.canonical_dtype(series.dtype) == dtype_names.unmasked_dtype(str(canonical)):
+            # The same canonical dtype in another of cuDF's flavours (a pandas nullable or
+            # Arrow dtype, a list of another string flavour): nothing to change, and cuDF
+            # cannot cast list columns anyway.
             return series
         kind = target.kind if isinstance(target, np.dtype) else ""
         if kind in ("i", "u", "f", "b"):
@@ -153,16 +159,26 @@ class CudfBackend:
             return _cast_if_exact(series, target)
         try:
             return series.astype(target)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, NotImplementedError):  # NotImplementedError: casts of list columns
             return series
 
     def to_float(self, series: Any, dtype: str = "float32") -> Any:
-        """Numeric series to a float dtype, nulls becoming NaN (not cuDF nulls)."""
-        values = series.astype(dtype).to_cupy(na_value=np.nan)
-        return _cudf().Series(values, index=series.index, name=series.name, nan_as_null=False)
+        """Numeric series as a NumPy float dtype whose missing values are cuDF nulls.
+
+        cuDF counts a NaN as a value (``count`` counts it, ``sum`` and ``mean`` return NaN),
+        where pandas skips it as missing: NaN already in the data becomes null too, so that
+        group statistics and reductions skip the same values on both engines.
+        """
+        return series.astype(np.dtype(dtype)).nans_to_nulls()
 
     def to_numpy(self, series: Any, dtype: Any = None, na_value: Any = None) -> np.ndarray:
-        """Host numpy array of a series (what callers that need host values ask for)."""
+        """A series' values copied to host memory (NumPy), nulls as ``na_value``.
+
+        The cast comes first and the nulls are filled after it: cuDF fills in the column's
+        own dtype and refuses a NaN in an integer column that pandas would upcast.
+        """
+        if dtype is not None and np.dtype(dtype).kind in "iufb" and not self.is_string_dtype(series.dtype):
+            series = series.astype(np.dtype(dtype))
         if na_value is None:
             return series.to_numpy(dtype=dtype)
         return series.to_numpy(dtype=dtype, na_value=na_value)
@@ -217,22 +233,12 @@ class CudfBackend:
         return frame
 
     # ------------------------------------------------------------- list columns
-    def list_values_offsets(self, series: Any) -> tuple[Any, Any]:
-        """Flattened values and int64 offsets (``len(series) + 1``) as CuPy arrays.
-
-        A null list counts as an empty list.
-        """
+    def list_offsets(self, series: Any) -> Any:
+        """int64 CuPy offsets (``len(series) + 1``) of the items; a null list is empty."""
         cupy = _cupy()
-        lengths = series.list.len().fillna(0).astype("int64").values
         offsets = cupy.zeros(len(series) + 1, dtype=cupy.int64)
-        cupy.cumsum(lengths, out=offsets[1:])
-        leaves = _list_items(series)
-        if leaves.null_count:
-            # Nulls inside lists: NaN for floats, as the pandas engine gives.
-            return leaves.astype("float64").to_cupy(na_value=np.nan), offsets
-        if self.is_string_dtype(leaves.dtype):
-            return leaves.to_numpy(), offsets
-        return leaves.values, offsets
+        cupy.cumsum(self.list_lengths(series), out=offsets[1:])
+        return offsets
 
     def list_values_series(self, series: Any) -> Any:
         """Flattened values of a list column as a series (nulls inside lists kept)."""
@@ -241,7 +247,8 @@ class CudfBackend:
         return leaves
 
     def list_lengths(self, series: Any) -> Any:
-        return series.list.len().fillna(0).astype("int64").values
+        """int64 CuPy length of each list (0 for a null list)."""
+        return series.list.len().fillna(0).astype(np.dtype("int64")).to_cupy()
 
     def list_from_values_offsets(self, values: Any, offsets: Any, index: Any = None, name: str | None = None) -> Any:
         """Build a list column from flat values and offsets.
@@ -301,12 +308,11 @@ class CudfBackend:
     def list_column_values(self, series: Any, dtype: str) -> tuple[Any, Any]:
         """A list column as flat ``values`` (``dtype``) and int64 ``offsets`` CuPy arrays."""
         cupy = _cupy()
-        leaves = series.list.leaves
-        if leaves.null_count:
+        items = _list_items(series)
+        if items.null_count:
             raise ValueError(f"list column {series.name!r} holds null elements; fill them before loading")
-        values, offsets = self.list_values_offsets(series)
-        values = cupy.ascontiguousarray(cupy.asarray(values).astype(dtype, copy=False))
-        return values, cupy.ascontiguousarray(offsets)
+        values = cupy.ascontiguousarray(items.astype(np.dtype(dtype)).to_cupy())
+        return values, cupy.ascontiguousarray(self.list_offsets(series))
 
     # ---------------------------------------------------------- statistics helpers
     def value_counts(self, series: Any) -> Any:
@@ -496,6 +502,13 @@ class CudfBackend:
 
     def memory_usage(self, frame: Any) -> int:
         return int(frame.memory_usage(deep=True, index=False).sum())
+
+
+@lru_cache(maxsize=None)
+def _string_dtype() -> Any:
+    """The dtype cuDF gives strings read from Arrow (``object`` before pandas 3 builds of
+    cuDF, pandas' ``str`` dtype since)."""
+    return _cudf().Series.from_arrow(pa.array([], pa.string())).dtype
 
 
 def _is_number_dtype(dtype: Any) -> bool:

@@ -222,13 +222,13 @@ def _flatten(backend: Backend, series: Any) -> tuple[Any, Any]:
     Null lists are empty; nulls inside lists are kept.
     """
     if not _is_nested(backend, series):
-        _, offsets = backend.list_values_offsets(series)
+        offsets = backend.list_offsets(series)
         return backend.list_values_series(series), offsets
     host, on_host = get_backend("pandas"), backend.to_host(series)
-    _, offsets = host.list_values_offsets(on_host)
+    offsets = host.list_offsets(on_host)
     values = host.list_values_series(on_host)
     while _is_list_series(host, values):
-        _, inner = host.list_values_offsets(values)
+        inner = host.list_offsets(values)
         offsets = inner[offsets]
         values = host.list_values_series(values)
     return backend.from_host(values), backend.from_host(offsets)
@@ -909,7 +909,7 @@ def columnwise_explode(series: Any) -> Any:
 
 def _explode(backend: Backend, series: Any) -> Any:
     values = backend.list_values_series(series)
-    _, offsets = backend.list_values_offsets(series)
+    offsets = backend.list_offsets(series)
     xp = backend.xp
     lengths = offsets[1:] - offsets[:-1]
     width = int(lengths.max()) if len(lengths) else 0

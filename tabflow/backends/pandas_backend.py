@@ -10,7 +10,7 @@ Examples
 >>> from tabflow.backends import get_backend
 >>> be = get_backend("pandas")
 >>> s = be.list_from_values_offsets([1, 2, 3], [0, 2, 3], name="tags")
->>> be.list_values_offsets(s)[1].tolist()
+>>> be.list_offsets(s).tolist()
 [0, 2, 3]
 """
 
@@ -314,36 +314,26 @@ class PandasBackend:
         return out
 
     # ------------------------------------------------------------- list columns
-    def list_values_offsets(self, series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-        """Flattened values and int64 offsets (length ``len(series) + 1``) of a list column.
+    def list_offsets(self, series: pd.Series) -> np.ndarray:
+        """int64 offsets (length ``len(series) + 1``) of a list column's items; a null list
+        is empty.
 
-        A null list counts as an empty list.
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> pandas = get_backend("pandas")
+        >>> pandas.list_offsets(pandas.with_list_columns(pd.DataFrame({"l": [[1, 2], None, [3]]}))["l"]).tolist()
+        [0, 2, 2, 3]
         """
-        array = _combined_arrow(series)
-        offsets = np.asarray(array.offsets, dtype=np.int64)
-        values = array.values.slice(offsets[0], offsets[-1] - offsets[0])
-        offsets = offsets - offsets[0]
-        if array.null_count:
-            # Null lists may still own a value range in the buffer; drop it so nulls are empty.
-            lengths = np.diff(offsets)
-            lengths[np.asarray(array.is_null())] = 0
-            keep = np.repeat(~np.asarray(array.is_null()), np.diff(offsets))
-            values = values.filter(pa.array(keep))
-            offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        return _arrow_values_to_numpy(values), offsets
+        return _list_offsets(_combined_arrow(series))
 
     def list_values_series(self, series: pd.Series) -> pd.Series:
         """Flattened values of a list column as a series (nulls inside lists kept)."""
-        array = _combined_arrow(series)
-        offsets = np.asarray(array.offsets, dtype=np.int64)
-        values = array.values.slice(offsets[0], offsets[-1] - offsets[0])
-        if array.null_count:
-            keep = np.repeat(~np.asarray(array.is_null()), np.diff(offsets))
-            values = values.filter(pa.array(keep))
-        return _arrow_to_series(values, name=series.name)
+        return _arrow_to_series(_list_items(_combined_arrow(series)), name=series.name)
 
     def list_lengths(self, series: pd.Series) -> np.ndarray:
-        return np.diff(self.list_values_offsets(series)[1])
+        return np.diff(self.list_offsets(series))
 
     def list_from_values_offsets(
         self, values: Any, offsets: Any, index: Any = None, name: str | None = None
@@ -418,8 +408,9 @@ class PandasBackend:
         >>> values.tolist(), offsets.tolist()
         ([1.0, 2.0, 3.0], [0, 2, 3])
         """
-        values, offsets = self.list_values_offsets(series)
-        values = np.asarray(values)
+        array = _combined_arrow(series)
+        offsets = _list_offsets(array)
+        values = _arrow_values_to_numpy(_list_items(array))
         if values.dtype == object or (values.dtype.kind == "f" and np.dtype(dtype).kind != "f" and np.isnan(values).any()):
             raise ValueError(f"list column {series.name!r} holds null elements; fill them before loading")
         values = values.astype(dtype, copy=not values.flags.writeable)
@@ -600,34 +591,7 @@ class PandasBackend:
         Strings hash their UTF-8 bytes; integers and booleans their int64 value; floats the
         int64 value when integral, else their float64 bytes; nulls get ``NULL_HASH``.
         """
-        from tabflow.backends import _hashing
-
-        dtype = series.dtype
-        if self.is_list_dtype(dtype):
-            raise TypeError(f"column {series.name!r} is a list column; hash its flattened values")
-        if isinstance(dtype, pd.CategoricalDtype):
-            categories = self.hash_values(pd.Series(dtype.categories))
-            codes = series.cat.codes.to_numpy()
-            picked = categories[np.maximum(codes, 0)] if len(categories) else np.zeros(len(codes), np.uint64)
-            return np.where(codes >= 0, picked, _hashing.NULL_HASH)
-        if self.is_string_dtype(dtype):
-            data, offsets, valid = self._string_buffers(series)
-            return _hashing.hash_string_buffers(data, offsets, valid)
-        valid = ~series.isna().to_numpy(dtype=bool)
-        kind = _numpy_kind(dtype)
-        if kind == "u":
-            # uint64 above the int64 range keeps its bit pattern (same 8 bytes).
-            values = series.to_numpy(dtype=np.uint64, na_value=0).view(np.int64)
-        elif kind in "ib":
-            values = series.to_numpy(dtype=np.int64, na_value=0)
-        elif kind == "f":
-            values, valid = _hashing.float_keys(series.to_numpy(dtype=np.float64, na_value=np.nan))
-        else:
-            raise TypeError(
-                f"cannot hash column {series.name!r} of dtype {dtype}: hashing supports strings, "
-                "integers, booleans and floats"
-            )
-        return _hashing.hash_int64(values, valid)
+        return _hash_values(series)
 
     def hex_to_int(self, series: pd.Series) -> pd.Series:
         """Hexadecimal strings to a masked ``Int64`` series (nulls and ``""`` become null).
@@ -690,7 +654,8 @@ class PandasBackend:
             arrow_type = column.type
         if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
             target = self.engine_dtype(wanted) if wanted else pd.ArrowDtype(pa.list_(arrow_type.value_type))
-            if pa.types.is_large_list(arrow_type) or target.pyarrow_dtype != arrow_type:
+            # ``==`` ignores the items' field name: cuDF names it "" where pyarrow says "item".
+            if pa.types.is_large_list(arrow_type) or not target.pyarrow_dtype.equals(arrow_type, check_metadata=True):
                 column = column.cast(target.pyarrow_dtype)
             return pd.Series(pd.arrays.ArrowExtensionArray(column), name=name)
         if wanted is None:
@@ -754,6 +719,38 @@ class PandasBackend:
 
 
 _SAMPLE_STRINGS = (["a", "b"], ["1", "2"], ["2020-01-01 00:00:00", "2020-01-02 12:30:00"])
+
+
+def _hash_values(series: pd.Series) -> np.ndarray:
+    """:meth:`PandasBackend.hash_values` on the host (also for the categories of a categorical)."""
+    from tabflow.backends import _hashing
+
+    dtype = series.dtype
+    if BACKEND.is_list_dtype(dtype):
+        raise TypeError(f"column {series.name!r} is a list column; hash its flattened values")
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = _hash_values(pd.Series(dtype.categories))
+        codes = series.cat.codes.to_numpy()
+        picked = categories[np.maximum(codes, 0)] if len(categories) else np.zeros(len(codes), np.uint64)
+        return np.where(codes >= 0, picked, _hashing.NULL_HASH)
+    if BACKEND.is_string_dtype(dtype):
+        data, offsets, valid = string_buffers(series)
+        return _hashing.hash_string_buffers(data, offsets, valid)
+    valid = ~series.isna().to_numpy(dtype=bool)
+    kind = _numpy_kind(dtype)
+    if kind == "u":
+        # uint64 above the int64 range keeps its bit pattern (same 8 bytes).
+        values = series.to_numpy(dtype=np.uint64, na_value=0).view(np.int64)
+    elif kind in "ib":
+        values = series.to_numpy(dtype=np.int64, na_value=0)
+    elif kind == "f":
+        values, valid = _hashing.float_keys(series.to_numpy(dtype=np.float64, na_value=np.nan))
+    else:
+        raise TypeError(
+            f"cannot hash column {series.name!r} of dtype {dtype}: hashing supports strings, "
+            "integers, booleans and floats"
+        )
+    return _hashing.hash_int64(values, valid)
 
 
 def string_buffers(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1063,12 +1060,29 @@ def _widens(source: Any, target: Any) -> bool:
     return source.kind == "u" and target.kind == "i" and target.itemsize > source.itemsize
 
 
+def _in_integer_range(series: Any, source: Any, target: Any) -> bool:
+    """False when an integer column holds a value outside an integer ``target``'s range.
+
+    Checked on the minimum and maximum before any cast: comparing a cast with its source
+    afterwards is not enough, because an engine may compare int64 with uint64 after
+    reinterpreting one of them (-1 and 2**64 - 1 then compare equal).
+    """
+    if _numpy_kind(source) not in ("i", "u") or _numpy_kind(target) not in ("i", "u") or _widens(source, target):
+        return True
+    if not len(series) or bool(series.isna().all()):
+        return True
+    bounds = np.iinfo(np.dtype(getattr(target, "numpy_dtype", target)))
+    return int(series.min()) >= int(bounds.min) and int(series.max()) <= int(bounds.max)
+
+
 def _cast_if_exact(series: Any, target: Any) -> Any:
     """``series.astype(target)`` when that keeps every value and null, else ``series``.
 
     Written with operations both engines' series share (the cuDF backend uses it too).
     """
     source = series.dtype
+    if not _in_integer_range(series, source, target):
+        return series
     # A refused cast is an answer here, not a problem: numpy's "invalid value" warnings for
     # NaN or inf cast to integers are silenced.
     with np.errstate(all="ignore"):
@@ -1140,6 +1154,27 @@ def _combined_arrow(series: pd.Series) -> pa.Array:
     if pa.types.is_large_list(array.type):
         array = array.cast(pa.list_(array.type.value_type))
     return array
+
+
+def _list_offsets(array: pa.Array) -> np.ndarray:
+    """int64 offsets of a list array's items from 0, a null list counting as empty."""
+    offsets = np.asarray(array.offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    if array.null_count:
+        # A null list may still own a range of items in the buffer: it counts as empty.
+        lengths[np.asarray(array.is_null())] = 0
+    out = np.zeros(len(array) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def _list_items(array: pa.Array) -> pa.Array:
+    """The items of a list array, one level down, without those a null list owns."""
+    offsets = np.asarray(array.offsets, dtype=np.int64)
+    items = array.values.slice(offsets[0], offsets[-1] - offsets[0])
+    if array.null_count:
+        items = items.filter(pa.array(np.repeat(~np.asarray(array.is_null()), np.diff(offsets))))
+    return items
 
 
 def _arrow_values_to_numpy(values: pa.Array) -> np.ndarray:

@@ -7,11 +7,34 @@ same parameters (``tests/backends/test_protocol.py`` checks both, and that nothi
 ``tabflow.backends`` calls a method that is not listed here).
 
 What a dtype *name* means is not an engine question and is not here: see
-:mod:`tabflow.schema.dtypes`. Engines return arrays of their own array module (:attr:`xp`:
-NumPy for pandas, CuPy for cuDF); making tensors of them is the loader's job.
+:mod:`tabflow.schema.dtypes`.
 
-Types below are written with aliases: ``Frame``, ``Series`` and ``Index`` are the engine's
-(pandas or cuDF) objects, ``Array`` is an array of :attr:`Backend.xp`.
+Where arrays live
+-----------------
+Two kinds of arrays cross this seam, and every method below says which one it takes and
+returns:
+
+``EngineArray``
+    An array of the engine's array module, :attr:`Backend.xp`: NumPy for pandas, CuPy (in GPU
+    memory) for cuDF. Compute on it with ``backend.xp`` functions and its own methods
+    (``values.sum()``, ``values[mask]``), index the engine's series with it, and turn a
+    reduction into a Python number with ``float()`` / ``int()`` / ``bool()``. Never give it
+    to a NumPy function that needs host memory, to pyarrow, or mix it with a ``HostArray``
+    in one expression: on cuDF that is a ``TypeError``, or a silent copy from the GPU.
+``HostArray``
+    A :class:`numpy.ndarray` in host memory, whatever the engine: what :meth:`Backend.to_numpy`
+    and :meth:`Backend.to_host` return. NumPy, SciPy and pyarrow work on it; ``backend.xp``
+    functions do not (CuPy refuses host arrays).
+
+:meth:`Backend.to_host` moves an ``EngineArray`` to a ``HostArray`` and
+:meth:`Backend.from_host` the other way. Ops pick one side per computation (see
+``ARCHITECTURE.md``): statistics reduce on the engine and hand Python numbers or small host
+tables to ``combine_partials``; per-row results stay engine arrays until they become series
+again. The strict engine (:mod:`tabflow.backends.strict_backend`) runs the pandas engine
+with ``EngineArray`` of a type of its own, so that the CPU test suite catches an op that
+mixes the two kinds before a GPU does. Making tensors of engine arrays is the loader's job.
+
+``Frame``, ``Series`` and ``Index`` are the engine's (pandas or cuDF) objects.
 
 Examples
 --------
@@ -25,17 +48,25 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, Union
 
 import numpy as np
 
-__all__ = ["Backend", "SAMPLE_VARIANTS", "Allocate"]
+if TYPE_CHECKING:  # a name for type checkers only: importing cupy here would probe for a GPU
+    import cupy
+
+__all__ = ["Backend", "SAMPLE_VARIANTS", "Allocate", "HostArray", "EngineArray"]
 
 Frame = Any
 Series = Any
 Index = Any
-Array = Any
-#: ``allocate(shape, dtype) -> numpy.ndarray``: host memory for a result (the loader's pool).
+#: A NumPy array in host memory, whatever the engine (see "Where arrays live" above).
+HostArray = np.ndarray
+#: An array of the engine's array module :attr:`Backend.xp` (see "Where arrays live" above);
+#: the strict engine's :class:`~tabflow.backends.strict_backend.DeviceArray` stands in for
+#: ``cupy.ndarray`` in the CPU tests.
+EngineArray = Union[np.ndarray, "cupy.ndarray"]
+#: ``allocate(shape, dtype) -> HostArray``: host memory for a result (the loader's pool).
 Allocate = Callable[[tuple, Any], np.ndarray]
 
 #: How many different value sets :meth:`Backend.sample_frame` offers (``variant`` values).
@@ -47,7 +78,8 @@ class Backend(Protocol):
 
     #: Engine name: ``"pandas"`` or ``"cudf"``.
     name: str
-    #: Array module of the engine's arrays: ``numpy`` or ``cupy``.
+    #: Array module of the engine's arrays (``EngineArray``): ``numpy`` or ``cupy``. Its
+    #: functions take engine arrays only.
     xp: Any
     #: Whether the engine parses delimited text itself (:meth:`read_csv_ddf`): cuDF does, on
     #: the GPU. Otherwise the text readers parse with pyarrow's multithreaded CSV reader and
@@ -107,17 +139,20 @@ class Backend(Protocol):
         """``series`` cast to ``canonical`` when no value changes, else unchanged."""
 
     def to_float(self, series: Series, dtype: str = "float32") -> Series:
-        """A numeric series as a float dtype, nulls becoming NaN."""
+        """A numeric series as a float dtype whose missing values are what the engine skips
+        in reductions and group aggregations (NaN for pandas, null for cuDF, where a NaN is
+        a value): nulls, and NaN already in the data, are missing on both engines."""
 
-    def to_numpy(self, series: Series, dtype: Any = None, na_value: Any = None) -> Array:
-        """A series' values as an array (host NumPy for pandas)."""
+    def to_numpy(self, series: Series, dtype: Any = None, na_value: Any = None) -> HostArray:
+        """A series' values copied to host memory as ``dtype``, nulls as ``na_value``."""
 
     # -------------------------------------------------------------- host moves
     def to_host(self, obj: Any) -> Any:
-        """A frame, series or array as pandas/NumPy, with the pandas engine's dtypes."""
+        """A frame or series as pandas (with the pandas engine's dtypes), an ``EngineArray``
+        as a ``HostArray``; anything else unchanged."""
 
     def from_host(self, obj: Any) -> Any:
-        """A pandas/NumPy object as this engine's type."""
+        """A pandas frame, series or index as this engine's, a ``HostArray`` as an ``EngineArray``."""
 
     def writable(self, frame: Frame) -> Frame:
         """``frame`` with columns that view read-only memory (Arrow buffers) copied, so that
@@ -127,36 +162,39 @@ class Backend(Protocol):
         """``frame`` with columns of Python lists as list columns."""
 
     # ------------------------------------------------------------- list columns
-    def list_values_offsets(self, series: Series) -> tuple[Array, Array]:
-        """Items and int64 offsets (``len(series) + 1``) of a list column; null lists are empty.
-
-        Items are one level down: the items of a list of lists are lists."""
+    def list_offsets(self, series: Series) -> EngineArray:
+        """int64 offsets (``len(series) + 1``) of a list column's items (:meth:`list_values_series`);
+        a null list is empty."""
 
     def list_values_series(self, series: Series) -> Series:
-        """Items of a list column, one level down, as a series (nulls inside lists kept)."""
+        """Items of a list column, one level down, as a series (nulls inside lists kept); the
+        items of a list of lists are lists."""
 
-    def list_lengths(self, series: Series) -> Array:
+    def list_lengths(self, series: Series) -> EngineArray:
         """int64 length of each list (0 for a null list)."""
 
-    def list_from_values_offsets(self, values: Any, offsets: Any, index: Any = None, name: str | None = None) -> Series:
-        """A list column from flat values and offsets."""
+    def list_from_values_offsets(
+        self, values: Series | EngineArray | HostArray, offsets: EngineArray | HostArray, index: Any = None,
+        name: str | None = None,
+    ) -> Series:
+        """A list column from flat values (a series or an array) and offsets."""
 
     # ---------------------------------------------------- rows and loader arrays
     def slice_rows(self, frame: Frame, start: int, stop: int) -> Frame:
         """Rows ``start:stop`` by position."""
 
-    def take_rows(self, frame: Frame, positions: Any) -> Frame:
+    def take_rows(self, frame: Frame, positions: EngineArray | HostArray) -> Frame:
         """Rows at the given positions, in that order, with a new range index."""
 
-    def column_values(self, series: Series, dtype: str, na_value: float | None = None) -> Array:
+    def column_values(self, series: Series, dtype: str, na_value: float | None = None) -> EngineArray:
         """A scalar column as a 1-D ``dtype`` array (maybe a read-only view); nulls are ``na_value`` or a ValueError."""
 
     def columns_matrix(
         self, frame: Frame, names: Sequence[str], dtype: str, na_value: float | None = None, allocate: Allocate | None = None
-    ) -> Array:
+    ) -> EngineArray:
         """Scalar columns as one new C-contiguous ``[rows, len(names)]`` array; host memory from ``allocate``."""
 
-    def list_column_values(self, series: Series, dtype: str) -> tuple[Array, Array]:
+    def list_column_values(self, series: Series, dtype: str) -> tuple[EngineArray, EngineArray]:
         """A list column as flat ``dtype`` values and int64 offsets; a null element is a ValueError."""
 
     # ---------------------------------------------------------- statistics helpers
@@ -169,13 +207,13 @@ class Backend(Protocol):
     def lookup_table(self, keys: Any) -> Any:
         """A reusable lookup structure over unique keys (a series, or a frame of key columns)."""
 
-    def lookup(self, table: Any, keys: Any) -> Array:
+    def lookup(self, table: Any, keys: Any) -> EngineArray:
         """int64 position of each key in a :meth:`lookup_table`, -1 where absent."""
 
-    def null_mask(self, obj: Any) -> Array:
+    def null_mask(self, obj: Any) -> EngineArray:
         """Boolean array: nulls of a series, all-null rows of a frame."""
 
-    def hash_rows(self, frame: Frame) -> Array:
+    def hash_rows(self, frame: Frame) -> EngineArray:
         """One uint64 hash per row from its values (the same on both engines)."""
 
     def merge_keep_order(
@@ -183,8 +221,10 @@ class Backend(Protocol):
     ) -> Frame:
         """Join ``right`` onto ``left`` keeping the left rows' order and index labels."""
 
-    def sparse_rowwise_dot(self, left: Any, left_rows: Any, right: Any, right_rows: Any) -> Array:
-        """``left[left_rows[i]] . right[right_rows[i]]`` for CSR matrices, as float64."""
+    def sparse_rowwise_dot(
+        self, left: Any, left_rows: EngineArray | HostArray, right: Any, right_rows: EngineArray | HostArray
+    ) -> EngineArray:
+        """``left[left_rows[i]] . right[right_rows[i]]`` for CSR matrices (host or engine), as float64."""
 
     def coo_matrix(self, data: Any, row: Any, col: Any, shape: tuple[int, int] | None = None) -> Any:
         """A COO sparse matrix of the engine (SciPy or CuPy) with ``data[i]`` at ``(row[i], col[i])``."""
@@ -192,7 +232,7 @@ class Backend(Protocol):
     def global_random_state(self) -> Any:
         """The global ``RandomState`` of :attr:`xp` (the one ``xp.random.seed`` seeds)."""
 
-    def hash_values(self, series: Series) -> Array:
+    def hash_values(self, series: Series) -> EngineArray:
         """Stable uint64 xxHash64 of each value (:mod:`tabflow.backends._hashing`)."""
 
     def hex_to_int(self, series: Series) -> Series:

@@ -30,6 +30,7 @@ import dask
 from tabflow.backends import backend_for
 from tabflow.graph.columns import input_frame
 from tabflow.schema import Schema
+from tabflow.schema.dtypes import is_unknown
 
 __all__ = ["GraphRunner", "map_graph", "map_node_inputs", "fit_partials", "evaluate"]
 
@@ -111,7 +112,9 @@ class GraphRunner:
 
 
 def conform(frame: Any, schema: Schema) -> Any:
-    """Cast input columns to the dtypes the workflow was fitted on, where no value changes.
+    """Cast columns to the dtypes ``schema`` declares, where no value changes: a workflow's
+    input columns to the dtypes it was fitted on, a user function's outputs to the dtypes
+    its op declared.
 
     A file without nulls reads an integer column as int64 where the fitted data had Int64,
     and an in-memory frame holds strings as ``str`` where partitions hold ``string``; casting
@@ -123,6 +126,8 @@ def conform(frame: Any, schema: Schema) -> Any:
     dtypes = frame.dtypes
     columns = {}
     for column in schema:
+        if is_unknown(column.dtype):
+            continue  # a hand-written schema's column: nothing to conform to
         if column.name in dtypes.index and dtypes[column.name] != backend.engine_dtype(column.dtype):
             conformed = backend.conform_column(frame[column.name], column.dtype)
             if conformed is not frame[column.name]:

@@ -28,7 +28,7 @@ from tabflow.graph.columns import (
     observed_dtypes,
     union,
 )
-from tabflow.graph.executor import evaluate
+from tabflow.graph.executor import conform, evaluate
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
@@ -159,8 +159,10 @@ class Apply(Step):
         out = op.transform(node.input_selector, input_frame([*parents, *dependencies], node.input_schema.column_names, source))
         if getattr(op, "runs_user_code", False):
             # Lists a user function returns as Python objects become list columns, as their
-            # schema says (observed the same way).
-            out = backend_for(out).with_list_columns(out)
+            # schema says (observed the same way). Its results are cast to the declared
+            # dtypes where exact: the same function gives int32 string lengths on cuDF and
+            # Int64 on pandas, and the schema (inferred once) is what both engines promise.
+            out = conform(backend_for(out).with_list_columns(out), node.output_schema)
         names = node.output_schema.column_names
         missing = [n for n in names if n not in set(out.columns)]
         if missing:

@@ -155,6 +155,7 @@ class Dataset:
         self.paths = list(source.paths)
         self.file_engine = source.format
         self._samples: dict[int, Any] = {}
+        self._planned_dtypes = dict(source.dtypes or {})
         self.schema = self._build_schema(schema if schema is not None else source.schema)
 
     # ------------------------------------------------------------------- facts
@@ -232,8 +233,14 @@ class Dataset:
         columns = []
         for name, dtype in self._ddf.dtypes.items():
             canonical = backend.canonical_dtype(dtype)
-            if given is not None and name in given:
-                known = given[name]
+            known = given[name] if given is not None and name in given else None
+            # A given or planned dtype the engine holds as this column's dtype is kept: on
+            # cuDF an "Int64" column is an int64 column, and the schema says "Int64" as on
+            # pandas. One the engine would hold differently yields to the data's.
+            preferred = str(known.dtype) if known is not None else self._planned_dtypes.get(str(name))
+            if preferred is not None and _held_as(backend, preferred, canonical):
+                canonical = preferred
+            if known is not None:
                 columns.append(known if str(known.dtype) == canonical else known.with_dtype(canonical))
             else:
                 columns.append(ColumnSchema(str(name), dtype=canonical))
@@ -898,3 +905,13 @@ def _preserved_name(path: str, suffix: str) -> str:
     base = basename(path)
     stem, ext = os.path.splitext(base)
     return (stem if ext.lower() in (".csv", ".tsv", ".parquet", ".avro", ".orc") else base) + suffix
+
+
+def _held_as(backend: Any, name: str, canonical: str) -> bool:
+    """True when ``backend`` holds a column of dtype ``name`` as one of dtype ``canonical``."""
+    if name == canonical:
+        return True
+    try:
+        return backend.canonical_dtype(backend.engine_dtype(name)) == canonical
+    except (TypeError, ValueError, KeyError):  # a name the engine has no dtype for (unknown)
+        return False

@@ -46,10 +46,10 @@ class TupleBuilder:
             "cats": as_tensor(backend.columns_matrix(frame, self.cats, "int64", allocate=allocate)),
             "conts": as_tensor(backend.columns_matrix(frame, self.conts, "float32", na_value=np.nan, allocate=allocate)),
         }
-        if len(self.labels) == 1:
-            out["labels"] = as_tensor(backend.column_values(frame[self.labels[0]], "float32"))
-        else:
-            out["labels"] = as_tensor(backend.columns_matrix(frame, self.labels, "float32", allocate=allocate))
+        labels = as_tensor(backend.columns_matrix(frame, self.labels, "float32", allocate=allocate))
+        # One label is a [n] tensor: the first column of the [n, 1] matrix, a contiguous view
+        # of memory from ``allocate`` (pinned for a GPU loader, so its copy is asynchronous).
+        out["labels"] = labels[:, 0] if len(self.labels) == 1 else labels
         return out
 
 
@@ -72,17 +72,21 @@ class DictBuilder:
         self.dense_only = not any(spec.is_list for spec in self.columns)
 
     def __call__(self, frame: Any, allocate: Allocate | None = None) -> dict[str, Any]:
-        """The chunk's tensors; ``allocate`` is accepted for the common builder signature
-        (each scalar column is converted on its own, without stacking)."""
+        """The chunk's tensors; host results are written to memory from ``allocate`` where
+        given (the loader's pool, pinned for a GPU loader)."""
         backend = backend_for(frame)
         out: dict[str, Any] = {}
         for spec in self.columns:
             series = frame[spec.name]
             if not spec.is_list:
-                out[spec.name] = as_tensor(backend.column_values(series, spec.dtype, na_value=spec.na_value))
+                if allocate is None:
+                    out[spec.name] = as_tensor(backend.column_values(series, spec.dtype, na_value=spec.na_value))
+                else:
+                    matrix = backend.columns_matrix(frame, [spec.name], spec.dtype, na_value=spec.na_value, allocate=allocate)
+                    out[spec.name] = as_tensor(matrix)[:, 0]
                 continue
             values, offsets = backend.list_column_values(series, spec.dtype)
-            ragged = Ragged.from_offsets(as_tensor(values), as_tensor(offsets))
+            ragged = Ragged.from_offsets(as_tensor(_pooled(values, allocate)), as_tensor(_pooled(offsets, allocate)))
             if spec.width is not None and len(ragged.host_offsets) > 1:
                 longest = int(np.diff(ragged.host_offsets).max())
                 if longest > spec.width:
@@ -92,6 +96,16 @@ class DictBuilder:
                     )
             out[spec.name] = pad_ragged(ragged, spec.width) if spec.dense else ragged
         return out
+
+
+def _pooled(array: Any, allocate: Allocate | None) -> Any:
+    """A host array copied into memory from ``allocate`` (engine arrays on a device, and any
+    array without ``allocate``, unchanged)."""
+    if allocate is None or not isinstance(array, np.ndarray):
+        return array
+    out = allocate(array.shape, array.dtype)
+    out[...] = array
+    return out
 
 
 def pad_ragged(ragged: Ragged, width: int) -> torch.Tensor:

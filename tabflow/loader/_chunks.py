@@ -101,9 +101,10 @@ class ChunkMaker(Node[tuple[dict, int]]):
                 backend = backend_for(parts[0])
                 frame = backend.concat_rows(parts) if len(parts) > 1 else parts[0]
                 if rows is None:
-                    chunk = self.builder(backend.slice_rows(frame, spec.start + spec.skip, spec.stop))
+                    chunk = self.builder(backend.slice_rows(frame, spec.start + spec.skip, spec.stop), allocate=self.memory.empty)
                 else:
-                    chunk = self.builder(backend.take_rows(frame, rows))
+                    chunk = self.builder(backend.take_rows(frame, rows), allocate=self.memory.empty)
+                copied_from.append(chunk)
                 chunk = chunk_to_device(chunk, device)
         del parts  # the unshuffled tensors go back to the pool as soon as possible
         if stream is not None:

@@ -128,9 +128,20 @@ def take_rows(chunk: Chunk, positions: Any, allocate: Allocate | None = None) ->
         if isinstance(column, Ragged):
             raise TypeError(f"take_rows: column {name!r} is ragged; take the rows of its frame before converting")
         if index is None:  # a chunk's tensors share one device
-            index = torch.as_tensor(np.asarray(positions, dtype=np.int64), device=column.device)
+            index = _positions(positions, column.device, allocate)
         out[name] = torch.index_select(column, 0, index, out=_empty_rows(column, len(index), allocate))
     return out
+
+
+def _positions(positions: Any, device: torch.device, allocate: Allocate | None) -> torch.Tensor:
+    """int64 row positions on ``device``; bound for a GPU they are staged in memory from
+    ``allocate`` (pinned), so that their copy is asynchronous like the chunk's."""
+    host = np.asarray(positions, dtype=np.int64)
+    if device.type != "cuda" or allocate is None:
+        return torch.as_tensor(host, device=device)
+    staged = allocate(host.shape, host.dtype)
+    staged[...] = host
+    return torch.from_numpy(staged).to(device, non_blocking=True)
 
 
 def _empty_rows(column: torch.Tensor, rows: int, allocate: Allocate | None) -> torch.Tensor:

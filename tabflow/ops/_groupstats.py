@@ -32,27 +32,32 @@ def _col(kind: str, column: str) -> str:
 
 
 def partial_stats(df: Any, keys: list[str], values: Sequence[str]) -> Any:
-    """Per-group partial statistics of ``values`` in one partition (keys as columns)."""
+    """Per-group partial statistics of ``values`` in one partition (keys as columns).
+
+    One group-by computes everything, so no two results need lining up by group: cuDF gives
+    groups in no particular order, and two group-bys of one frame need not agree on it.
+    Missing values (nulls, NaN) are skipped on both engines (``Backend.to_float``).
+    """
     backend = backend_for(df)
     work = {k: df[k] for k in keys}
+    # The row count is a sum of ones: cuDF has no ``size`` aggregation of string columns.
+    work[ROWS] = backend.series(backend.xp.ones(len(df), dtype=backend.xp.int64), name=ROWS, index=df.index)
     for c in values:
         work[_col("x", c)] = backend.to_float(df[c], "float64")
     work = backend.frame_from_dict(work, index=df.index)
-    grouped = work.groupby(keys, dropna=False, sort=False)
-    aggs: dict[str, tuple[str, str]] = {ROWS: (keys[0], "size")}
-    for c in values:
-        x = _col("x", c)
-        aggs.update({_col("n", c): (x, "count"), _col("s", c): (x, "sum"), _col("min", c): (x, "min"), _col("max", c): (x, "max")})
-    out = grouped.agg(**aggs)
     if values:
         # Two passes (mean first, then squared deviations) keep M2 accurate for large values.
         xs = [_col("x", c) for c in values]
-        deviations = work[xs] - grouped[xs].transform("mean")
-        squared = backend.concat_columns([work[keys], deviations * deviations])
-        m2 = squared.groupby(keys, dropna=False, sort=False).sum()
-        for c in values:
-            out[_col("m2", c)] = m2[_col("x", c)]
-    return out.reset_index()
+        means = work.groupby(keys, dropna=False, sort=False)[xs].transform("mean")
+        work = work.assign(**{_col("d2", c): (work[_col("x", c)] - means[_col("x", c)]) ** 2 for c in values})
+    aggs: dict[str, tuple[str, str]] = {ROWS: (ROWS, "sum")}
+    for c in values:
+        x = _col("x", c)
+        aggs.update({
+            _col("n", c): (x, "count"), _col("s", c): (x, "sum"), _col("min", c): (x, "min"), _col("max", c): (x, "max"),
+            _col("m2", c): (_col("d2", c), "sum"),
+        })
+    return work.groupby(keys, dropna=False, sort=False).agg(**aggs).reset_index()
 
 
 def combine_stats(partials: Iterable[Any], keys: list[str], values: Sequence[str]) -> Any:
@@ -62,33 +67,38 @@ def combine_stats(partials: Iterable[Any], keys: list[str], values: Sequence[str
     backend = backend_for(non_empty[0])
     frame = backend.concat_rows(non_empty)
     grouped = frame.groupby(keys, dropna=False, sort=False)
+    shifted = {}
+    for c in values:
+        # Chan et al.: each part's M2 plus n * (its mean - the total mean)^2, summed.
+        n, s, m2 = frame[_col("n", c)], frame[_col("s", c)], frame[_col("m2", c)]
+        total_mean = grouped[_col("s", c)].transform("sum") / grouped[_col("n", c)].transform("sum")
+        shift = (s / n - total_mean).fillna(0.0)
+        shifted[_col("m2", c)] = m2.fillna(0.0) + n * shift * shift
+    frame = frame.assign(**shifted)
     aggs: dict[str, tuple[str, str]] = {ROWS: (ROWS, "sum")}
     for c in values:
         aggs.update({
             _col("n", c): (_col("n", c), "sum"), _col("s", c): (_col("s", c), "sum"),
             _col("min", c): (_col("min", c), "min"), _col("max", c): (_col("max", c), "max"),
+            _col("m2", c): (_col("m2", c), "sum"),
         })
-    out = grouped.agg(**aggs)
-    for c in values:
-        n, s, m2 = frame[_col("n", c)], frame[_col("s", c)], frame[_col("m2", c)]
-        total_mean = grouped[_col("s", c)].transform("sum") / grouped[_col("n", c)].transform("sum")
-        shift = (s / n - total_mean).fillna(0.0)
-        frame = frame.assign(**{_col("m2", c): m2 + n * shift * shift})
-        out[_col("m2", c)] = frame.groupby(keys, dropna=False, sort=False)[_col("m2", c)].sum()
-    return out.reset_index()
+    return frame.groupby(keys, dropna=False, sort=False).agg(**aggs).reset_index()
 
 
 def finalize_stats(partial: Any, keys: list[str], values: Sequence[str], stats: Sequence[str], names: dict) -> Any:
     """Final table: the keys plus one column per requested statistic, named by ``names``.
 
     ``names[("count", None)]`` and ``names[(stat, column)]`` give the output column names.
+    Rows are sorted by the keys (nulls last), so that the fitted table is the same whatever
+    order the engine grouped in and however the data was partitioned.
     """
     backend = backend_for(partial)
+    partial = partial.sort_values(list(keys), na_position="last") if len(partial) > 1 else partial
     out = {k: partial[k] for k in keys}
     if "count" in stats:
         out[names[("count", None)]] = partial[ROWS].astype("int64")
     for c in values:
-        n, s, m2 = partial[_col("n", c)], partial[_col("s", c)], partial[_col("m2", c)]
+        n, s, m2 = partial[_col("n", c)], partial[_col("s", c)].fillna(0.0), partial[_col("m2", c)]
         mean = s / n.where(n > 0)
         var = m2 / (n - 1).where(n > 1)
         computed = {"sum": s, "mean": mean, "var": var, "std": var ** 0.5, "min": partial[_col("min", c)], "max": partial[_col("max", c)]}

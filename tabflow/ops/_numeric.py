@@ -18,8 +18,8 @@ from tabflow.schema import Schema
 from tabflow.schema import dtypes as _dtypes
 
 __all__ = [
-    "require_numeric", "warn_no_finite_values", "merge_moments", "map_values", "map_arrays", "dtype_name",
-    "float_output_dtype",
+    "require_numeric", "warn_no_finite_values", "merge_moments", "finite_values", "map_values", "map_arrays",
+    "dtype_name", "float_output_dtype",
 ]
 
 
@@ -62,16 +62,34 @@ def merge_moments(moments: list[tuple[float, float, float]]) -> tuple[float, flo
     return count, mean, m2
 
 
+def finite_values(backend: Any, column: Any) -> Any:
+    """The finite values of a numeric or list column (of its elements) as a float64 engine
+    array (``backend.xp``): nulls, NaN and infinities are left out.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends import get_backend
+    >>> finite_values(get_backend("pandas"), pd.Series([1.0, None, float("inf"), 4.0])).tolist()
+    [1.0, 4.0]
+    """
+    if backend.is_list_dtype(column.dtype):
+        column = backend.list_values_series(column)
+    values = backend.column_values(column, "float64", na_value=np.nan)
+    return values[backend.xp.isfinite(values)]
+
+
 def map_values(backend: Any, column: Any, fn: Callable[[Any], Any]) -> Any:
     """``fn`` applied to a numeric column, or to every element of a list column.
 
-    ``fn`` receives a float64 series (nulls as NaN) and returns a series of the same length;
+    ``fn`` receives a float64 series (missing values as the engine's missing marker, see
+    ``Backend.to_float``) and returns a series of the same length;
     a list column keeps its row structure (a null list becomes an empty list), as NVTabular's
     ops flatten list columns, compute on the values, and rebuild the lists.
     """
     if not backend.is_list_dtype(column.dtype):
         return fn(backend.to_float(column, "float64"))
-    _, offsets = backend.list_values_offsets(column)
+    offsets = backend.list_offsets(column)
     values = backend.to_float(backend.list_values_series(column), "float64")
     return backend.list_from_values_offsets(fn(values), offsets, index=column.index, name=column.name)
 

@@ -294,7 +294,7 @@ def encode_unit(
         column = df[name]
         if backend.is_list_dtype(column.dtype):
             flat = backend.list_values_series(column)
-            _, offsets = backend.list_values_offsets(column)
+            offsets = backend.list_offsets(column)
             codes = _codes(backend, flat, table, vocab_offset, n_oov, shift).astype(dtype)
             out[name] = backend.list_from_values_offsets(codes, offsets, index=df.index, name=name)
         else:

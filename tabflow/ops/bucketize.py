@@ -86,7 +86,7 @@ class Bucketize(SchemaFromColumns, Operator):
         xp = backend.xp
         out = {}
         for name in col_selector.names:
-            values = backend.to_float(df[name], "float64").values
+            values = backend.column_values(df[name], "float64", na_value=np.nan)
             bounds = xp.asarray(self._boundaries(name), dtype=xp.float64)
             index = xp.searchsorted(bounds, values, side="right").astype(xp.int32)
             bucket = backend.astype(backend.series(index, index=df.index, name=name), _output_dtype(backend.canonical_dtype(df[name].dtype)))

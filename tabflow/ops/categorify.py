@@ -367,10 +367,12 @@ class Categorify(SchemaFromColumns, StatOperator):
         offset = 2 + self.oov_slots_[unit.key]
         shift = self._shift(unit.key)
         if backend.is_list_dtype(series.dtype):
-            flat, offsets = backend.list_values_offsets(series)
-            values = _vocab.decode_codes(_unshift(backend.to_host(flat), shift), vocab, offset, oov_value)["value"]
-            out = get_backend("pandas").list_from_values_offsets(values, offsets, name=column)
-            return backend.from_host(out.set_axis(backend.to_host(series.index)))
+            # Decoding happens on the host, where the vocabulary is: the column goes there whole.
+            host, on_host = get_backend("pandas"), backend.to_host(series)
+            codes = host.to_numpy(host.list_values_series(on_host), dtype="int64")
+            values = _vocab.decode_codes(_unshift(codes, shift), vocab, offset, oov_value)["value"]
+            out = host.list_from_values_offsets(values, host.list_offsets(on_host), name=column)
+            return backend.from_host(out.set_axis(on_host.index))
         codes = _unshift(backend.to_numpy(series, dtype="int64"), shift)
         decoded = _vocab.decode_codes(codes, vocab, offset, oov_value).set_axis(backend.to_host(series.index))
         if unit.combo:

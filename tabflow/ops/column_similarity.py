@@ -92,8 +92,9 @@ class ColumnSimilarity(Operator):
         left, right = self._matrices()
         out = {}
         for a, b in self._pairs(col_selector):
-            ids_a = backend.to_host(backend.to_numpy(backend.to_float(df[a], "float64")))
-            ids_b = backend.to_host(backend.to_numpy(backend.to_float(df[b], "float64")))
+            # The ids index host matrices: they are read to the host (HostArray).
+            ids_a = backend.to_numpy(df[a], "float64", na_value=np.nan)
+            ids_b = backend.to_numpy(df[b], "float64", na_value=np.nan)
             valid = (ids_a >= 0) & (ids_a < left.shape[0]) & (ids_b >= 0) & (ids_b < right.shape[0])
             similarity = np.full(len(df), np.nan, dtype=np.float64)
             if valid.any():

@@ -68,19 +68,21 @@ class DataStats(StatOperator):
         for name in col_selector.names:
             column = df[name]
             entry: dict[str, Any] = {"rows": len(column)}
+            # Reductions run where the data is (engine arrays); only numbers and the distinct
+            # values leave the device.
             if backend.is_list_dtype(column.dtype):
-                lengths = backend.to_host(backend.list_lengths(column))
+                lengths = backend.list_lengths(column)
                 entry["lengths"] = (int(lengths.min()), int(lengths.max()), int(lengths.sum()), len(lengths)) if len(lengths) else None
-                entry["list_nulls"] = int(backend.to_host(column.isna()).sum())
+                entry["list_nulls"] = int(backend.null_mask(column).sum())
                 column = backend.list_values_series(column)
-            entry["count"] = int(len(column) - backend.to_host(column.isna()).sum())
+            entry["count"] = int(len(column) - int(backend.null_mask(column).sum()))
             canonical = backend.canonical_dtype(column.dtype)
             if not is_float(canonical):
                 # Every non-float column gets a cardinality, as in NVTabular.
                 entry["distinct"] = list(backend.to_host(backend.value_counts(column).index).tolist())
             measured = column.str.len() if backend.is_string_dtype(column.dtype) else column
-            values = backend.to_host(backend.to_numpy(measured, "float64", na_value=np.nan))
-            values = values[~np.isnan(values)]
+            values = backend.column_values(measured, "float64", na_value=np.nan)
+            values = values[~backend.xp.isnan(values)]
             mean = float(values.mean()) if values.size else 0.0
             entry["moments"] = (float(values.size), mean, float(((values - mean) ** 2).sum()) if values.size else 0.0)
             entry["range"] = (float(values.min()), float(values.max())) if values.size else None

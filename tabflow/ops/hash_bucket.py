@@ -70,7 +70,7 @@ class HashBucket(SchemaFromColumns, Operator):
             buckets, dtype = np.uint64(count), bucket_dtype(count)
             column = df[name]
             if backend.is_list_dtype(column.dtype):
-                _, offsets = backend.list_values_offsets(column)
+                offsets = backend.list_offsets(column)
                 hashed = backend.hash_values(backend.list_values_series(column))
                 out[name] = backend.list_from_values_offsets(
                     (hashed % buckets).astype(dtype), offsets, index=df.index, name=name

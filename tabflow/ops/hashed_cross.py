@@ -134,7 +134,7 @@ def _cross_hashes(backend: Any, df: Any, cross: tuple[str, ...]) -> tuple[Any, A
     offsets = None
     for name in cross:
         if backend.is_list_dtype(df[name].dtype):
-            _, offsets = backend.list_values_offsets(df[name])
+            offsets = backend.list_offsets(df[name])
     combined = None
     for name in cross:
         column = df[name]

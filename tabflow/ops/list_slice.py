@@ -125,7 +125,7 @@ def element_rows(xp: Any, offsets: Any) -> Any:
 
 def _slice_column(backend: Any, series: Any, start: int, end: int | None, length: int | None, pad_value: Any) -> Any:
     xp = backend.xp
-    _, offsets = backend.list_values_offsets(series)
+    offsets = backend.list_offsets(series)
     values = backend.list_values_series(series)
     offsets = xp.asarray(offsets, dtype=xp.int64)
     sizes = offsets[1:] - offsets[:-1]

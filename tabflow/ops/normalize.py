@@ -16,6 +16,7 @@ from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import (
     dtype_name,
     float_kernels,
+    finite_values,
     float_output_dtype,
     map_arrays,
     map_values,
@@ -134,11 +135,15 @@ class Normalize(StatOperator):
 
 
 def finite_moments(backend: Any, column: Any) -> tuple[float, float, float]:
-    """(count, mean, M2) of the finite values of a numeric or list column."""
-    if backend.is_list_dtype(column.dtype):
-        column = backend.list_values_series(column)
-    values = backend.to_numpy(backend.to_float(column, "float64"), "float64")
-    values = backend.to_host(values[backend.xp.isfinite(values)])  # nulls (NaN) and infinities are not counted
+    """(count, mean, M2) of the finite values of a numeric or list column.
+
+    Computed where the column lives (engine arrays and ``backend.xp``): only the three
+    numbers leave the device.
+    """
+    values = finite_values(backend, column)
     count = float(values.size)
-    mean = float(values.mean()) if count else 0.0
-    return count, mean, float(((values - mean) ** 2).sum()) if count else 0.0
+    if not count:
+        return 0.0, 0.0, 0.0
+    mean = float(values.mean())
+    return count, mean, float(((values - mean) ** 2).sum())
+

@@ -13,6 +13,7 @@ from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import (
     dtype_name,
+    finite_values,
     float_kernels,
     float_output_dtype,
     map_arrays,
@@ -82,11 +83,7 @@ class NormalizeMinMax(StatOperator):
         backend = backend_for(df)
         extremes = {}
         for name in col_selector.names:
-            column = df[name]
-            if backend.is_list_dtype(column.dtype):
-                column = backend.list_values_series(column)
-            values = backend.to_numpy(backend.to_float(column, "float64"), "float64")
-            values = backend.to_host(values[backend.xp.isfinite(values)])  # nulls (NaN) and infinities are left out
+            values = finite_values(backend, df[name])  # nulls, NaN and infinities are left out
             # An empty (or all-null) partition contributes nothing: NaN is ignored when merging.
             extremes[name] = (float(values.min()), float(values.max())) if values.size else (math.nan, math.nan)
         return extremes

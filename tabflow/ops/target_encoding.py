@@ -230,7 +230,7 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
                 crossed = backend.concat_rows([full.assign(**{FOLD: f}) for f in range(self._kfold)])
                 in_fold = backend.merge_keep_order(crossed[[*keys, FOLD]], table, [*keys, FOLD], [*keys, FOLD], how="left")
                 stats = [c for c in full.columns if c not in keys]
-                crossed[stats] = crossed[stats] - in_fold[stats].fillna(0)
+                crossed = crossed.assign(**{c: crossed[c] - in_fold[c].fillna(0) for c in stats})
                 self.oof_encodings_[name] = self._encode(crossed, [*keys, FOLD], targets)
 
     def _prior(self, target: str, total: float, count: float) -> float:
@@ -241,12 +241,15 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
         return total / count if count else 0.0
 
     def _encode(self, stats: Any, keys: list[str], targets: list[str]) -> Any:
+        """The encoding table of summed statistics, sorted by its keys (nulls last): the
+        fitted table is the same whatever order the engine grouped in (cuDF's is none)."""
         out = {k: stats[k] for k in keys}
         for t in targets:
-            n, s = stats[f"n_{t}"], stats[f"s_{t}"]
+            n, s = stats[f"n_{t}"], stats[f"s_{t}"].fillna(0.0)
             denominator = (n + self.p_smooth).where(n + self.p_smooth > 0)
             out[t] = ((s + self.p_smooth * self.means_[t]) / denominator).fillna(self.means_[t]).astype("float64")
-        return backend_for(stats).frame_from_dict(out).reset_index(drop=True)
+        table = backend_for(stats).frame_from_dict(out)
+        return (table.sort_values(keys, na_position="last") if len(table) > 1 else table).reset_index(drop=True)
 
     # --------------------------------------------------------------- transform
     def transform(self, col_selector: ColumnSelector, df: Any) -> Any:

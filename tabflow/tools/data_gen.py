@@ -263,7 +263,7 @@ class DatasetGen:
         offsets = None
         values = ser
         if backend.is_list_dtype(ser.dtype):
-            _, offsets = backend.list_values_offsets(ser)
+            offsets = backend.list_offsets(ser)
             values = backend.list_values_series(ser)
         codes = backend.to_host(backend.to_numpy(values, "float64", na_value=np.nan))
         names = _names_of_codes(codes, _host_entries(cats))

@@ -108,12 +108,22 @@ def test_resume_mid_epoch_on_the_gpu(dataset):
     assert all(torch.equal(a, b) for a, b in zip(head + tail, whole)) and len(head + tail) == len(whole)
 
 
-def test_chunks_are_built_in_pinned_memory(dataset):
-    with _itr(dataset, "cuda", batch_size=64) as itr:
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_every_copy_to_the_gpu_reads_pinned_memory(dataset, monkeypatch, shuffle):
+    # A copy from pageable memory is synchronous (and first allocates pinned memory): every
+    # tensor a chunk moves to the GPU must already be in the loader's pinned pool.
+    from tabflow.loader import _chunks, _tensors
+
+    sources = []
+
+    def recording(chunk, device):
+        sources.extend(t.is_pinned() for t in _tensors._tensors(chunk) if t.device.type == "cpu")
+        return _tensors.chunk_to_device(chunk, device)
+
+    monkeypatch.setattr(_chunks, "chunk_to_device", recording)
+    with _itr(dataset, "cuda", batch_size=64, shuffle=shuffle) as itr:
         list(itr)
-        assert itr._memory.pin_memory
-        pool_arrays = list(itr._memory._arrays)
-    assert pool_arrays and all(torch.from_numpy(a).is_pinned() for a in pool_arrays)
+    assert sources and all(sources)
 
 
 def test_gpu_memory_stays_bounded_over_epochs(tmp_path):

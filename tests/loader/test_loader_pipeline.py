@@ -364,7 +364,8 @@ def test_reading_threads_convert_into_the_loaders_memory(dataset):
 
     pool.empty = recorded
     list(itr)
-    assert requests and all(len(shape) == 2 and shape[1] in (3, 2) for shape, _ in requests)
+    # cats [n, 3], conts [n, 2] and the label [n, 1] (pinned too on a GPU, like the others)
+    assert requests and all(len(shape) == 2 and shape[1] in (3, 2, 1) for shape, _ in requests)
     assert all(thread.startswith("tabflow-read") for _, thread in requests)
     assert len(pool) > 0
     itr.shutdown()

@@ -54,10 +54,9 @@ def test_every_length_up_to_100_matches_reference():
         assert _hashing.xxh64_bytes(blob[:n]) == xxhash.xxh64_intdigest(blob[:n], 0), n
 
 
-def test_string_column_matches_reference(engine, to_engine):
+def test_string_column_matches_reference(backend, to_engine):
     values = [*STRINGS, None]
     frame = pd.DataFrame({"s": pd.array(values, dtype="string")})
-    backend = get_backend(engine)
     hashed = backend.to_host(backend.hash_values(to_engine(frame)["s"]))
     assert np.asarray(hashed, dtype=np.uint64).tolist() == [ref_string(v) for v in values]
 
@@ -80,9 +79,8 @@ def test_string_storages_agree():
     assert backend.hash_values(sliced).tolist() == expected[2:]
 
 
-def test_integer_columns_match_reference(engine, to_engine):
+def test_integer_columns_match_reference(backend, to_engine):
     frame = pd.DataFrame({"i": pd.array([*INTS, None], dtype="Int64")})
-    backend = get_backend(engine)
     hashed = backend.to_host(backend.hash_values(to_engine(frame)["i"]))
     assert np.asarray(hashed, dtype=np.uint64).tolist() == [ref_int(v) for v in [*INTS, None]]
 
@@ -161,9 +159,8 @@ def ref_float(value):
     return xxhash.xxh64_intdigest(struct.pack("<d", value), 0)
 
 
-def test_float_columns_match_reference(engine, to_engine):
+def test_float_columns_match_reference(backend, to_engine):
     frame = pd.DataFrame({"f": FLOATS})
-    backend = get_backend(engine)
     hashed = np.asarray(backend.to_host(backend.hash_values(to_engine(frame)["f"])), dtype=np.uint64).tolist()
     assert hashed == [ref_float(v) for v in FLOATS]
     # Non-integral floats no longer share a bucket with their integer part.

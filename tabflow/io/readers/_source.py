@@ -58,6 +58,11 @@ class Source:
         (``to_parquet(preserve_files=True)``); called only when needed.
     schema : Schema, optional
         Column tags and properties stored with the data (``_schema.json`` next to the files).
+    dtypes : mapping of str to str, optional
+        The canonical dtypes the columns were planned with, where they say more than the
+        engine's dtypes: cuDF has no masked integer dtypes, so an integer column with nulls
+        is ``"Int64"`` here and in the dataset's schema (as on pandas) while its partitions
+        hold cuDF ``int64``.
     paths : tuple of str
         The files read (empty for in-memory frames).
     format : str, optional
@@ -68,6 +73,7 @@ class Source:
     engine: str
     num_rows: int | None = None
     partition_lengths: list[int] | None = None
+    dtypes: Mapping[str, str] | None = None
     direct: tuple[Any, list] | None = None
     partition_sources: Callable[[], list[str]] | None = None
     schema: Schema | None = None

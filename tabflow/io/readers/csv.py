@@ -77,7 +77,11 @@ def read_text(
         read_csv_ddf, part_size=options.partition_bytes(), backend=backend, sep=sep, names=names,
         header=header, dtypes=dtypes, hex_columns=options.hex_columns, **extra,
     )
-    return Source(read(paths), backend.name, partition_sources=functools.partial(_block_files, paths, read))
+    ddf = read(paths)
+    # Integer and boolean columns of text are nullable (an empty field is a null): the
+    # schema says so on every engine, also where the engine's dtype cannot (cuDF).
+    planned = {str(name): nullable_dtype(backend.canonical_dtype(dtype)) for name, dtype in ddf.dtypes.items()}
+    return Source(ddf, backend.name, partition_sources=functools.partial(_block_files, paths, read), dtypes=planned)
 
 
 def _piece_files(pieces: Sequence[tuple]) -> list[str]:

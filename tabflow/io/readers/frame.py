@@ -19,6 +19,7 @@ import dask
 from tabflow.backends import backend_for, collection_engine, get_backend
 from tabflow.io.readers._shared import require_unique_names
 from tabflow.io.readers._source import ReadOptions, Source
+from tabflow.schema.dtypes import nullable_dtype
 
 __all__ = ["read_frame"]
 
@@ -57,7 +58,22 @@ def read_frame(frame: Any, options: ReadOptions) -> Source:
     npartitions = options.npartitions
     if npartitions is None:
         npartitions = max(1, -(-backend.memory_usage(frame) // options.partition_bytes(backend)))
-    return _with_dtypes(Source(backend.from_frame_ddf(frame, npartitions), backend.name, num_rows=len(frame)), options)
+    source = Source(backend.from_frame_ddf(frame, npartitions), backend.name, num_rows=len(frame), dtypes=_planned_dtypes(backend, frame))
+    return _with_dtypes(source, options)
+
+
+def _planned_dtypes(backend: Any, frame: Any) -> dict[str, str]:
+    """The nullable-integer rule of :mod:`tabflow.schema.dtypes` applied to the data: an
+    integer or boolean column holding a null is named masked (``"Int64"``), as pandas names
+    it, also on cuDF, whose integer dtypes hold nulls without saying so."""
+    planned = {}
+    for name in frame.columns:
+        canonical = backend.canonical_dtype(frame[name].dtype)
+        masked = nullable_dtype(canonical)
+        if masked != canonical and bool(backend.null_mask(frame[name]).any()):
+            canonical = masked
+        planned[str(name)] = canonical
+    return planned
 
 
 def _with_dtypes(source: Source, options: ReadOptions) -> Source:

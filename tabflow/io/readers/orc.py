@@ -67,7 +67,7 @@ class OrcPartReader:
                 else:
                     table = pa.concat_tables([pa.Table.from_batches([reader.read_stripe(i, columns=columns)]) for i in stripes])
             return backend.from_arrow(table, self.dtypes)
-        except (DatasetReadError, MemoryError):
+        except (DatasetReadError, MemoryError, ImportError):  # an engine that cannot load is not a bad file
             raise
         except Exception as err:  # noqa: BLE001 - pyarrow and cuDF raise many types for bad files
             raise read_error("ORC", path, err, stripes[0] if len(stripes) == 1 else None, unit="stripe") from err

@@ -59,11 +59,12 @@ def read_parquet(paths: Sequence[str], options: ReadOptions) -> Source:
     if filters is not None:
         # The footers count the rows before filtering: counted on demand instead.
         return Source(
-            ddf, options.backend.name, direct=(reader, pieces), partition_sources=functools.partial(_piece_files, pieces)
+            ddf, options.backend.name, direct=(reader, pieces), partition_sources=functools.partial(_piece_files, pieces),
+            dtypes=reader.dtypes,
         )
     return Source(
         ddf, options.backend.name, num_rows=sum(lengths), partition_lengths=lengths, direct=(reader, pieces),
-        partition_sources=functools.partial(_piece_files, pieces),
+        partition_sources=functools.partial(_piece_files, pieces), dtypes=reader.dtypes,
     )
 
 
@@ -114,7 +115,7 @@ class ParquetPartReader:
         backend = get_backend(self.engine)
         try:
             return self._read(backend, path, list(row_groups))
-        except (DatasetReadError, MemoryError):
+        except (DatasetReadError, MemoryError, ImportError):  # an engine that cannot load is not a bad file
             raise
         except Exception as err:  # noqa: BLE001 - pyarrow and cuDF raise many types for bad files
             raise read_error("parquet", path, err, self._failing_row_group(backend, path, row_groups)) from err

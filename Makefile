@@ -23,7 +23,7 @@ MIN_TEST_TOOLS ?= pytest pytest-timeout xxhash
 MIN_TESTS ?= tests
 MIN_DESELECT := $(shell grep -v '^\#' .ci/min-deselect.txt)
 
-.PHONY: venv demo test test-min bench dist clean
+.PHONY: venv demo test test-strict test-min bench dist clean
 
 # The pins are repeated in the second install so that no extra can move torch off the pair.
 $(VENV)/.installed: pyproject.toml
@@ -40,6 +40,12 @@ demo: venv
 
 test: venv
 	$(PY) -m pytest -q $(PYTEST_ARGS) tabflow tests
+
+# The whole suite again with the strict engine on (pandas engine arrays that follow CuPy's
+# rules), so that an op mixing host and device arrays fails here as it would on a GPU. The
+# notebooks run in kernels of their own, which the switch does not reach: left out.
+test-strict: venv
+	$(PY) -m pytest -q $(PYTEST_ARGS) --strict-engine --deselect tests/test_notebooks.py tests
 
 $(MIN_VENV)/.installed: pyproject.toml .ci/min_constraints.py
 	rm -rf $(MIN_VENV)

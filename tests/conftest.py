@@ -6,6 +6,25 @@ import numpy as np
 import pytest
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--strict-engine", action="store_true",
+        help="run every test with the strict engine on (pandas engine arrays follow CuPy's rules), "
+             "so that a host/device array mix-up anywhere fails as it would on a GPU",
+    )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _strict_engine_everywhere(request):
+    if not request.config.getoption("--strict-engine"):
+        yield
+        return
+    from tabflow.backends import strict_engine
+
+    with strict_engine():
+        yield
+
+
 @pytest.fixture(params=["pandas", "strict", pytest.param("cudf", marks=pytest.mark.gpu)])
 def engine(request):
     """Run a test once per engine: pandas, the strict engine (pandas whose engine arrays

@@ -681,6 +681,10 @@ class PandasBackend:
     def to_arrow(self, frame: pd.DataFrame) -> pa.Table:
         return pa.Table.from_pandas(frame, preserve_index=False)
 
+    def parquet_file_writer(self, path: str, row_group_size: int | None = None) -> None:
+        """None: pandas frames are written as Arrow tables by pyarrow (``tabflow.io.writer``)."""
+        return None
+
     def read_csv_ddf(self, paths: list[str], blocksize: int | None, **kwargs: Any) -> dd.DataFrame:
         separated = _masked_numbers_with_thousands(kwargs)
         if not separated:

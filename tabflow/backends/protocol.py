@@ -55,7 +55,7 @@ import numpy as np
 if TYPE_CHECKING:  # a name for type checkers only: importing cupy here would probe for a GPU
     import cupy
 
-__all__ = ["Backend", "SAMPLE_VARIANTS", "Allocate", "HostArray", "EngineArray"]
+__all__ = ["Backend", "SAMPLE_VARIANTS", "Allocate", "HostArray", "EngineArray", "ParquetFileWriter"]
 
 Frame = Any
 Series = Any
@@ -68,6 +68,16 @@ HostArray = np.ndarray
 EngineArray = Union[np.ndarray, "cupy.ndarray"]
 #: ``allocate(shape, dtype) -> HostArray``: host memory for a result (the loader's pool).
 Allocate = Callable[[tuple, Any], np.ndarray]
+
+
+class ParquetFileWriter(Protocol):
+    """One parquet file being written from frames of one engine (:meth:`Backend.parquet_file_writer`)."""
+
+    def write(self, frame: Frame) -> None:
+        """Append the frame's rows (every frame has the same columns and dtypes)."""
+
+    def close(self) -> None:
+        """Finish the file (the footer); closing again does nothing."""
 
 #: How many different value sets :meth:`Backend.sample_frame` offers (``variant`` values).
 SAMPLE_VARIANTS = 3
@@ -255,6 +265,11 @@ class Backend(Protocol):
 
     def to_arrow(self, frame: Frame) -> Any:
         """A frame as an Arrow table (without its index)."""
+
+    def parquet_file_writer(self, path: str, row_group_size: int | None = None) -> ParquetFileWriter | None:
+        """A writer of this engine's frames into one parquet file, encoding where the frames
+        live (cuDF: on the GPU), or None where tabflow writes Arrow tables with pyarrow
+        (pandas)."""
 
     def read_csv_ddf(self, paths: list[str], blocksize: int | None, **kwargs: Any) -> Any:
         """CSV files as a dask collection of this engine's frames."""

@@ -201,7 +201,7 @@ def _write_hugectr_files(ddf, output, files, names, roles, partition_files, npar
     for index, frame in zip(indices, iter_partitions(ddf, order=order, client=client)):
         table = backend.to_arrow(frame[[c for role in roles for c in role]]).replace_schema_metadata(None)
         if partition_files is None:
-            pieces = _route(table, index, nparts, len(names), shuffle, rng)
+            pieces = _route(_TablePieces(), table, index, nparts, len(names), shuffle, rng)
         else:
             if shuffle is not None:
                 table = table.take(pa.array(rng.permutation(table.num_rows)))
@@ -250,7 +250,13 @@ def _write_hugectr_metadata(output: "_Output", names: Sequence[str], rows: Seque
 
 
 def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers, partition_done) -> None:
-    """The dataset's rows streamed into ``names``, each file open for the whole write."""
+    """The dataset's rows streamed into ``names``, each file open for the whole write.
+
+    An engine that encodes parquet itself (cuDF, on the GPU: ``backend.parquet_file_writer``)
+    writes its frames as they are, into local files; otherwise frames become Arrow tables
+    written by pyarrow. Rows are routed to files the same way either way (the same random
+    draws for a shuffle).
+    """
     targets = None
     if partition_files is not None:
         targets = [None if t is None else (tuple(t) if isinstance(t, (tuple, list)) else (int(t),)) for t in partition_files]
@@ -267,41 +273,127 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
             members.append(index)
     order = None if targets is None else [i for i, t in enumerate(targets) if t is not None]
     sinks: list[Any] = []
-    writers: list[Any] = []
+    outputs: list[Any] = []
     try:
-        for name in names:
-            where = output.sink(name, sinks)
-            writers.append(pq.ParquetWriter(where, arrow_schema, metadata_collector=footers))
+        native = [] if output.remote else [backend.parquet_file_writer(output.sink(name, []), row_group_size) for name in names]
+        if native and all(writer is not None for writer in native):
+            outputs = [_EngineFile(writer, output.sink(name, []), arrow_schema) for writer, name in zip(native, names)]
+            pieces: Any = _FramePieces(backend)
+        else:
+            outputs = [
+                _ArrowFile(pq.ParquetWriter(output.sink(name, sinks), arrow_schema, metadata_collector=footers), row_group_size)
+                for name in names
+            ]
+            pieces = _TablePieces()
         indices = range(nparts) if order is None else order
         for index, frame in zip(indices, iter_partitions(ddf, order=order, client=client)):
-            table = _table(frame, schema, backend, cast, arrow_schema)
+            data = pieces.prepare(frame, schema, backend, cast, arrow_schema)
             if targets is None:
-                routed = _route(table, index, nparts, len(names), shuffle, rng)
+                routed = _route(pieces, data, index, nparts, len(names), shuffle, rng)
             else:
                 files = targets[index]
                 if len(files) == 1:
                     if shuffle is not None:
-                        table = table.take(pa.array(rng.permutation(table.num_rows)))
-                    routed = [(files[0], table)]
+                        data = pieces.take(data, rng.permutation(pieces.rows(data)))
+                    routed = [(files[0], data)]
                 else:
                     group = len(groups[files])
-                    routed = [(files[k], piece) for k, piece in _route(table, position[index], group, len(files), shuffle, rng)]
+                    routed = [(files[k], piece) for k, piece in _route(pieces, data, position[index], group, len(files), shuffle, rng)]
             for file_index, piece in routed:
-                if piece.num_rows:
-                    writers[file_index].write_table(piece, row_group_size=row_group_size)
+                if pieces.rows(piece):
+                    outputs[file_index].write(piece)
             partition_done()
-        for writer in writers:
-            writer.close()
+        for out in outputs:
+            out.close()
     finally:
-        for writer in writers:
+        for out in outputs:
             try:
-                writer.close()
+                out.close()
             except Exception:  # noqa: BLE001 - already failing; the temp dir is removed by the caller
                 pass
         _close_all(sinks)
-    # ``close`` appends each file's footer in file order; the summary names each file.
+    if outputs and isinstance(outputs[0], _EngineFile):
+        footers.extend(out.footer() for out in outputs)
+    # Footers come in file order (pyarrow's ``close`` appends each); the summary names each file.
     for name, footer in zip(names, footers):
         footer.set_file_path(name)
+
+
+class _ArrowFile:
+    """A file written by pyarrow (its footer is collected by the writer's metadata_collector)."""
+
+    def __init__(self, writer: pq.ParquetWriter, row_group_size: int | None) -> None:
+        self.writer, self.row_group_size, self.closed = writer, row_group_size, False
+
+    def write(self, table: pa.Table) -> None:
+        self.writer.write_table(table, row_group_size=self.row_group_size)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+
+
+class _EngineFile:
+    """A file written by the engine's own writer; its footer is read back once it is closed."""
+
+    def __init__(self, writer: Any, path: str, arrow_schema: pa.Schema) -> None:
+        self.writer, self.path, self.arrow_schema = writer, path, arrow_schema
+
+    def write(self, frame: Any) -> None:
+        self.writer.write(frame)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def footer(self) -> Any:
+        if not os.path.exists(self.path):
+            # An engine writer that received no rows leaves no file: an empty one has the schema.
+            pq.write_table(self.arrow_schema.empty_table(), self.path)
+        return pq.read_metadata(self.path)
+
+
+class _TablePieces:
+    """Routing on Arrow tables (the pyarrow path)."""
+
+    @staticmethod
+    def prepare(frame: Any, schema: Schema, backend: Any, cast: Mapping[str, str] | None, arrow_schema: pa.Schema) -> pa.Table:
+        return _table(frame, schema, backend, cast, arrow_schema)
+
+    @staticmethod
+    def rows(table: pa.Table) -> int:
+        return table.num_rows
+
+    @staticmethod
+    def take(table: pa.Table, order: np.ndarray) -> pa.Table:
+        return table.take(pa.array(order))
+
+    @staticmethod
+    def slice(table: pa.Table, start: int, length: int) -> pa.Table:
+        return table.slice(start, length)
+
+
+class _FramePieces:
+    """Routing on the engine's frames (an engine that writes parquet itself)."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+
+    @staticmethod
+    def prepare(frame: Any, schema: Schema, backend: Any, cast: Mapping[str, str] | None, arrow_schema: pa.Schema) -> Any:
+        if cast:
+            frame = frame.astype({k: backend.engine_dtype(v) for k, v in cast.items() if k in frame.columns})
+        return frame[schema.column_names]
+
+    @staticmethod
+    def rows(frame: Any) -> int:
+        return len(frame)
+
+    def take(self, frame: Any, order: np.ndarray) -> Any:
+        return self.backend.take_rows(frame, order)
+
+    def slice(self, frame: Any, start: int, length: int) -> Any:
+        return self.backend.slice_rows(frame, start, start + length)
 
 
 def _write_hive(ddf, output, schema, backend, cast, keys, shuffle, rng, client, arrow_schema, file_schema, row_group_size, footers, partition_done) -> list[str]:
@@ -357,6 +449,9 @@ def _table(frame: Any, schema: Schema, backend: Any, cast: Mapping[str, str] | N
 def _summary(file_schema: pa.Schema, footers: Sequence[Any]) -> bytes:
     """The ``_metadata`` file: the schema and every file's row groups (paths relative)."""
     sink = pa.BufferOutputStream()
+    # A file without rows adds no row group (and an engine's writer and pyarrow may spell
+    # an empty file's schema differently).
+    footers = [footer for footer in footers if footer.num_row_groups] or list(footers[:1])
     if not footers:
         pq.write_metadata(file_schema, sink)
         return sink.getvalue().to_pybytes()
@@ -450,24 +545,26 @@ def portable_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(f.name, _portable(f.type), nullable=f.nullable) for f in schema])
 
 
-def _route(table: pa.Table, index: int, nparts: int, nfiles: int, shuffle: Shuffle | None, rng: np.random.Generator):
-    """Yield (file index, rows) pieces of partition ``index``."""
+def _route(pieces: Any, data: Any, index: int, nparts: int, nfiles: int, shuffle: Shuffle | None, rng: np.random.Generator):
+    """Yield (file index, rows) pieces of partition ``index`` (a table or a frame, taken
+    apart by ``pieces``: :class:`_TablePieces` or :class:`_FramePieces`)."""
     if shuffle is None:
-        yield index * nfiles // nparts, table
+        yield index * nfiles // nparts, data
         return
-    permutation = rng.permutation(table.num_rows)
+    rows = pieces.rows(data)
+    permutation = rng.permutation(rows)
     if shuffle is Shuffle.PER_WORKER:
         # Random file per row; a stable sort by file keeps each file's rows in random order.
-        targets = rng.integers(0, nfiles, size=table.num_rows)
+        targets = rng.integers(0, nfiles, size=rows)
         order = permutation[np.argsort(targets[permutation], kind="stable")]
-        grouped = table.take(pa.array(order))
+        grouped = pieces.take(data, order)
         bounds = np.searchsorted(targets[order], np.arange(nfiles + 1))
         for k in range(nfiles):
-            yield k, grouped.slice(bounds[k], bounds[k + 1] - bounds[k])
+            yield k, pieces.slice(grouped, bounds[k], bounds[k + 1] - bounds[k])
         return
-    shuffled = table.take(pa.array(permutation))
-    slices = int(min(nfiles, max(1, table.num_rows // _MIN_SLICE_ROWS)))
+    shuffled = pieces.take(data, permutation)
+    slices = int(min(nfiles, max(1, rows // _MIN_SLICE_ROWS)))
     start_file = index % nfiles
-    edges = np.linspace(0, table.num_rows, slices + 1).astype(np.int64)
+    edges = np.linspace(0, rows, slices + 1).astype(np.int64)
     for j in range(slices):
-        yield (start_file + j) % nfiles, shuffled.slice(edges[j], edges[j + 1] - edges[j])
+        yield (start_file + j) % nfiles, pieces.slice(shuffled, edges[j], edges[j + 1] - edges[j])

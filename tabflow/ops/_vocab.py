@@ -163,7 +163,7 @@ def count_values(df: Any, unit: Unit) -> tuple[Any, int]:
         all_null = backend.null_mask(frame)
         nulls = int(all_null.sum())
         if nulls:
-            frame = frame[~all_null]
+            frame = frame[_mask(backend, ~all_null, frame)]
         counts = frame.groupby(list(unit.inputs), dropna=False, sort=False).size().reset_index()
     else:
         parts = [_flat_values(backend, df[name]) for name in unit.inputs]
@@ -311,10 +311,16 @@ def _codes(backend: Any, keys: Any, table: Any, vocab_offset: int, n_oov: int, s
     if n_oov > 1:
         oov = (positions < 0) & ~null
         if bool(oov.any()):
-            buckets = hash_keys(backend, keys[oov]) % np.uint64(n_oov)
+            buckets = hash_keys(backend, keys[_mask(backend, oov, keys)]) % np.uint64(n_oov)
             codes[oov] = OOV_INDEX + buckets.astype(xp.int64)
     codes[null] = NULL_INDEX
     return codes + shift if shift else codes
+
+
+def _mask(backend: Any, mask: Any, rows: Any) -> Any:
+    """An engine mask as a boolean series aligned with ``rows``: what pandas and cuDF objects
+    both take to select rows (pandas refuses a CuPy array, as it would any non-NumPy array)."""
+    return backend.series(mask, index=rows.index)
 
 
 def decode_codes(codes: np.ndarray, vocab: pd.DataFrame, vocab_offset: int, oov_value: Any = None) -> pd.DataFrame:

@@ -198,3 +198,63 @@ def test_output_directory_reads_with_plain_pandas(tmp_path, frame):
     back = pd.read_parquet(out)
     assert sorted(back.columns) == sorted(frame.columns)
     assert len(back) == len(frame)
+
+
+class _EngineParquetFile:
+    """What an engine's own parquet writer does (cuDF's, on a GPU): frames in, one file out,
+    no file at all when it received no rows."""
+
+    def __init__(self, path, row_group_size, opened):
+        self.path, self.row_group_size, self.writer = path, row_group_size, None
+        opened.append(self)
+
+    def write(self, frame):
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, table.schema)
+        self.writer.write_table(table, row_group_size=self.row_group_size)
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+
+
+@pytest.mark.parametrize("layout", ["files", "more files than partitions", "partition files", "empty partitions", "per partition", "per worker"])
+def test_an_engines_own_parquet_writer_writes_what_pyarrow_writes(frame, tmp_path, monkeypatch, layout):
+    # Local writes go through the engine's writer where it has one: the files, the rows in
+    # each (shuffles draw the same permutations), empty files and _metadata are those of the
+    # Arrow path.
+    from tabflow.backends.pandas_backend import PandasBackend
+
+    frame = frame.drop(columns=["tags"])
+    dataset = nvt.Dataset(frame, npartitions=6)
+    if layout == "empty partitions":  # the last four partitions (and so two files) get no rows
+        ddf = dd.from_pandas(frame, npartitions=6)
+        dataset = nvt.Dataset(ddf[ddf["rid"] < 300])
+        frame = frame[frame["rid"] < 300]
+    options = {"files": {"output_files": 3}, "more files than partitions": {"output_files": 8},
+               "empty partitions": {"output_files": 3},
+               "per partition": {"output_files": 2, "shuffle": Shuffle.PER_PARTITION, "seed": 4},
+               "per worker": {"output_files": 4, "shuffle": Shuffle.PER_WORKER, "seed": 4}}.get(layout)
+
+    def write(path):
+        if layout == "partition files":
+            dataset.to_parquet(path, output_files={"a.parquet": [0, 1, 2], "b.parquet": [3], "c.parquet": [4, 5]})
+        else:
+            dataset.to_parquet(path, **options)
+
+    write(str(tmp_path / "arrow"))
+    opened = []
+    monkeypatch.setattr(PandasBackend, "parquet_file_writer", lambda self, path, rows=None: _EngineParquetFile(path, rows, opened))
+    write(str(tmp_path / "engine"))
+    assert opened  # the engine's writers were used
+    arrow_files = sorted(os.listdir(tmp_path / "arrow"))
+    assert sorted(os.listdir(tmp_path / "engine")) == arrow_files
+    for name in arrow_files:
+        if name.endswith(".parquet"):
+            engine, arrow = (pq.read_table(tmp_path / kind / name).to_pandas() for kind in ("engine", "arrow"))
+            pd.testing.assert_frame_equal(engine, arrow, check_dtype=False)  # the same values, row for row
+    summary = pq.read_metadata(tmp_path / "engine" / "_metadata")
+    assert summary.num_rows == len(frame)
+    back = nvt.Dataset(str(tmp_path / "engine")).compute().sort_values("rid").reset_index(drop=True)
+    pd.testing.assert_frame_equal(back, frame.reset_index(drop=True), check_dtype=False)

@@ -264,6 +264,47 @@ def run_polars(options: argparse.Namespace, engine: Any = "auto", name: str = "p
     return {"rows": rows, "fit_seconds": fitted - start, "seconds": done - start, "peak_rss": _peak_rss_bytes()}
 
 
+def _log_counts(frame: Any, c: str) -> Any:
+    """LogOp of a count column as the baselines compute it: log(x + 1) in float32 (as LogOp),
+    then float64 (as Normalize works); ``frame`` is pandas or cuDF."""
+    import numpy as np
+
+    return np.log(frame[c].fillna(0).clip(lower=0).astype("float32") + 1).astype("float64")
+
+
+def _file_by_file_fit(lib: Any, files: Sequence[str], freq_threshold: int) -> tuple[int, dict[str, Any], dict[str, tuple]]:
+    """The fit of the file-by-file baselines, with ``lib`` pandas or cuDF: one file in memory
+    at a time, value counts added up and the log counts' sums kept. Returns the rows, each
+    categorical column's counts at or above ``freq_threshold`` (a series indexed by value)
+    and each continuous column's (mean, sample std)."""
+    import numpy as np
+
+    from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS
+
+    counts: dict[str, list] = {c: [] for c in CATEGORICAL_COLUMNS}
+    sums = {c: [0.0, 0.0, 0] for c in CONTINUOUS_COLUMNS}  # sum, sum of squares, count
+    rows = 0
+    for path in files:
+        frame = lib.read_parquet(path)
+        rows += len(frame)
+        for c in CATEGORICAL_COLUMNS:
+            counts[c].append(frame[c].value_counts())
+        for c in CONTINUOUS_COLUMNS:
+            x = _log_counts(frame, c)
+            sums[c][0] += float(x.sum())
+            sums[c][1] += float((x * x).sum())
+            sums[c][2] += len(x)
+    totals = {}
+    for c in CATEGORICAL_COLUMNS:
+        total = lib.concat(counts[c]).groupby(level=0).sum()
+        totals[c] = total[total >= max(freq_threshold, 1)]
+    moments = {}
+    for c, (total, squares, n) in sums.items():
+        mean = total / n
+        moments[c] = (mean, np.sqrt(max(squares - n * mean * mean, 0.0) / (n - 1)))
+    return rows, totals, moments
+
+
 def run_pandas(options: argparse.Namespace) -> dict[str, Any]:
     """The categorify ETL in hand-written pandas, one file in memory at a time."""
     import numpy as np
@@ -274,35 +315,13 @@ def run_pandas(options: argparse.Namespace) -> dict[str, Any]:
     out_dir = _fresh_output(options, "pandas")
     files = _parquet_files(options.data_dir)
 
-    def logs(frame: pd.DataFrame, c: str) -> pd.Series:
-        # LogOp computes log(x + 1) in float32; Normalize works in float64.
-        return np.log(frame[c].fillna(0).clip(lower=0).astype("float32") + 1).astype("float64")
-
     start = time.perf_counter()
-    counts = {c: [] for c in CATEGORICAL_COLUMNS}
-    sums = {c: [0.0, 0.0, 0] for c in CONTINUOUS_COLUMNS}  # sum, sum of squares, count
-    rows = 0
-    for path in files:
-        frame = pd.read_parquet(path)
-        rows += len(frame)
-        for c in CATEGORICAL_COLUMNS:
-            counts[c].append(frame[c].value_counts())
-        for c in CONTINUOUS_COLUMNS:
-            x = logs(frame, c)
-            sums[c][0] += float(x.sum())
-            sums[c][1] += float((x * x).sum())
-            sums[c][2] += len(x)
+    rows, totals, moments = _file_by_file_fit(pd, files, options.freq_threshold)
     vocabs = {}
-    for c in CATEGORICAL_COLUMNS:
-        total = pd.concat(counts[c]).groupby(level=0).sum()
-        total = total[total >= max(options.freq_threshold, 1)]
+    for c, total in totals.items():
         order = pd.DataFrame({"value": total.index, "count": total.to_numpy()}).sort_values(
             ["count", "value"], ascending=[False, True], kind="stable")
         vocabs[c] = pd.Index(order["value"].to_numpy())
-    moments = {}
-    for c, (total, squares, n) in sums.items():
-        mean = total / n
-        moments[c] = (mean, np.sqrt(max(squares - n * mean * mean, 0.0) / (n - 1)))
     fitted = time.perf_counter()
     for path in files:
         frame = pd.read_parquet(path)
@@ -313,7 +332,7 @@ def run_pandas(options: argparse.Namespace) -> dict[str, Any]:
             out[c] = np.where(frame[c].isna().to_numpy(), NULL_INDEX, codes)
         for c in CONTINUOUS_COLUMNS:
             mean, std = moments[c]
-            out[c] = ((logs(frame, c) - mean) / std).to_numpy()
+            out[c] = ((_log_counts(frame, c) - mean) / std).to_numpy()
         out["label"] = frame["label"].to_numpy()
         pd.DataFrame(out).to_parquet(os.path.join(out_dir, os.path.basename(path)), compression="snappy", index=False)
     done = time.perf_counter()
@@ -342,42 +361,19 @@ def run_cudf(options: argparse.Namespace) -> dict[str, Any]:
     """The categorify ETL as a hand-written cuDF script, one file on the GPU at a time."""
     import cudf
     import cupy as cp
-    import numpy as np
 
     from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS
 
     out_dir = _fresh_output(options, "cudf")
     files = _parquet_files(options.data_dir)
 
-    def logs(frame: Any, c: str) -> Any:
-        # LogOp computes log(x + 1) in float32; Normalize works in float64.
-        return np.log(frame[c].fillna(0).clip(lower=0).astype("float32") + 1).astype("float64")
-
     start = time.perf_counter()
-    counts: dict[str, list] = {c: [] for c in CATEGORICAL_COLUMNS}
-    sums = {c: [0.0, 0.0, 0] for c in CONTINUOUS_COLUMNS}  # sum, sum of squares, count
-    rows = 0
-    for path in files:
-        frame = cudf.read_parquet(path)
-        rows += len(frame)
-        for c in CATEGORICAL_COLUMNS:
-            counts[c].append(frame[c].value_counts())
-        for c in CONTINUOUS_COLUMNS:
-            x = logs(frame, c)
-            sums[c][0] += float(x.sum())
-            sums[c][1] += float((x * x).sum())
-            sums[c][2] += len(x)
+    rows, totals, moments = _file_by_file_fit(cudf, files, options.freq_threshold)
     vocabs = {}
-    for c in CATEGORICAL_COLUMNS:
-        total = cudf.concat(counts[c]).groupby(level=0).sum()
-        total = total[total >= max(options.freq_threshold, 1)]
+    for c, total in totals.items():
         order = cudf.DataFrame({c: total.index, "count": total.values}).sort_values(["count", c], ascending=[False, True])
         vocabs[c] = cudf.DataFrame({c: order[c].reset_index(drop=True),
                                     "code": cp.arange(FIRST_VALUE_INDEX, FIRST_VALUE_INDEX + len(order), dtype="int64")})
-    moments = {}
-    for c, (total, squares, n) in sums.items():
-        mean = total / n
-        moments[c] = (mean, np.sqrt(max(squares - n * mean * mean, 0.0) / (n - 1)))
     fitted = time.perf_counter()
     for path in files:
         frame = cudf.read_parquet(path)
@@ -390,7 +386,7 @@ def run_cudf(options: argparse.Namespace) -> dict[str, Any]:
             out[c] = cp.where(frame[c].isna().values, NULL_INDEX, codes)
         for c in CONTINUOUS_COLUMNS:
             mean, std = moments[c]
-            out[c] = ((logs(frame, c) - mean) / std).values
+            out[c] = ((_log_counts(frame, c) - mean) / std).values
         out["label"] = frame["label"].values
         cudf.DataFrame(out).to_parquet(os.path.join(out_dir, os.path.basename(path)), compression="snappy", index=False)
     done = time.perf_counter()

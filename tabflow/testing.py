@@ -22,7 +22,9 @@ def assert_frame_equal(left: Any, right: Any, **kwargs: Any) -> None:
     pandas' string dtype: tabflow's string columns are Arrow-backed (``string[pyarrow]``, as
     dask stores them), where a frame built with pandas 2 holds ``string[python]``. A string
     column still differs from an ``object`` one, and ``str`` (NaN for missing) from
-    ``string`` (``<NA>``). ``kwargs`` go to pandas.
+    ``string`` (``<NA>``). cuDF has no masked integer dtypes (every cuDF column holds nulls):
+    against a cuDF frame, an ``Int64`` column and an ``int64`` one holding the same values are
+    equal. ``kwargs`` go to pandas.
 
     Examples
     --------
@@ -42,9 +44,32 @@ def assert_frame_equal(left: Any, right: Any, **kwargs: Any) -> None:
 
     from tabflow.backends import backend_for
 
+    engines = {backend_for(left).name, backend_for(right).name}
     left = backend_for(left).to_host(left).reset_index(drop=True)
     right = backend_for(right).to_host(right).reset_index(drop=True)
+    if "cudf" in engines:
+        left, right = _with_masks_of(left, right), _with_masks_of(right, left)
     pd.testing.assert_frame_equal(left, _with_string_storage_of(right, left), **kwargs)
+
+
+def _with_masks_of(frame: Any, model: Any) -> Any:
+    """``frame`` with each plain integer or boolean column cast to the masked dtype of the
+    column at the same position of ``model`` (``int64`` -> ``Int64``)."""
+    from tabflow.backends import get_backend
+    from tabflow.schema.dtypes import unmasked_dtype
+
+    pandas = get_backend("pandas")
+    recast = {}
+    for position, (dtype, model_dtype) in enumerate(zip(frame.dtypes, model.dtypes)):
+        name, model_name = pandas.canonical_dtype(dtype), pandas.canonical_dtype(model_dtype)
+        if name != model_name and unmasked_dtype(model_name) == name:
+            recast[position] = model_dtype
+    if not recast:
+        return frame
+    frame = frame.copy(deep=False)
+    for position, dtype in recast.items():
+        frame.isetitem(position, frame.iloc[:, position].astype(dtype))
+    return frame
 
 
 def _with_string_storage_of(frame: Any, model: Any) -> Any:

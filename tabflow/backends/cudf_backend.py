@@ -112,7 +112,24 @@ class CudfBackend:
         return self.canonical_dtype(dtype if dtype is not None else _PANDAS.observed_dtype(values))
 
     def frame_from_dict(self, columns: Mapping[str, Any], index: Any = None) -> Any:
-        return _cudf().DataFrame(dict(columns), index=index)
+        """A frame of the given columns.
+
+        Series that already hold ``index`` (the same object, as every column an op computes
+        from the frame it transforms does) are taken as they are: cuDF's constructor would
+        otherwise compare and realign every series with the index on the GPU (``equals``
+        and ``reindex`` per column, which dominated a profiled transform). Anything else is
+        aligned as cuDF aligns it.
+        """
+        cudf = _cudf()
+        columns = dict(columns)
+        series = [value for value in columns.values() if self.is_series(value)]
+        shared = index if index is not None else (series[0].index if series else None)
+        if series and shared is not None and all(value.index is shared for value in series):
+            frame = cudf.DataFrame({name: value.reset_index(drop=True) if self.is_series(value) else value
+                                    for name, value in columns.items()})
+            frame.index = shared
+            return frame
+        return cudf.DataFrame(columns, index=index)
 
     def series(self, values: Any, name: str | None = None, index: Any = None, dtype: Any = None) -> Any:
         return _cudf().Series(values, name=name, index=index, dtype=dtype)
@@ -340,11 +357,22 @@ class CudfBackend:
         """
         cudf = _cudf()
         scalar = not self.is_frame(keys)
-        left = cudf.DataFrame({"__key__": keys.reset_index(drop=True)}) if scalar else keys.reset_index(drop=True)
         on = [c for c in table.columns if c != "__tabflow_pos__"]
-        left = left.assign(__tabflow_row__=_cupy().arange(len(left), dtype="int64"))
-        merged = left.merge(table, how="left", on=on, sort=False).sort_values("__tabflow_row__")
-        positions = merged["__tabflow_pos__"].fillna(-1).astype("int64").values
+        if scalar:
+            left = cudf.DataFrame({"__key__": keys.reset_index(drop=True)})
+        else:
+            # Key columns pair up by position, as a pandas MultiIndex lookup pairs them: the
+            # table's names (a vocabulary's value columns) need not be the data's.
+            left = keys.reset_index(drop=True)
+            left.columns = on
+        cupy = _cupy()
+        left = left.assign(__tabflow_row__=cupy.arange(len(left), dtype="int64"))
+        merged = left.merge(table, how="left", on=on, sort=False)
+        # The join returns rows in no order: each found position is scattered back to its
+        # row (the keys of a lookup table are unique, so every row comes back once), which
+        # costs less than sorting the joined rows.
+        positions = cupy.empty(len(left), dtype="int64")
+        positions[merged["__tabflow_row__"].values] = merged["__tabflow_pos__"].fillna(-1).astype("int64").values
         if scalar:
             positions[left["__key__"].isna().values] = -1
         return positions

@@ -48,7 +48,10 @@ def read_frame(frame: Any, options: ReadOptions) -> Source:
     if not backend.is_frame(frame):
         raise TypeError(f"Dataset expects paths or a DataFrame, got {type(frame).__name__}")
     _require_unique_columns(frame.columns)
+    planned = None
     if options.cpu is False and backend.name == "pandas":
+        # Planned from the pandas frame, whose dtypes say more than cuDF's will (Int64 without nulls).
+        planned = _planned_dtypes(backend, backend.with_list_columns(frame))
         backend = get_backend("cudf")
         frame = backend.from_host(frame)
     elif options.cpu is True and backend.name != "pandas":
@@ -58,7 +61,8 @@ def read_frame(frame: Any, options: ReadOptions) -> Source:
     npartitions = options.npartitions
     if npartitions is None:
         npartitions = max(1, -(-backend.memory_usage(frame) // options.partition_bytes(backend)))
-    source = Source(backend.from_frame_ddf(frame, npartitions), backend.name, num_rows=len(frame), dtypes=_planned_dtypes(backend, frame))
+    planned = planned if planned is not None else _planned_dtypes(backend, frame)
+    source = Source(backend.from_frame_ddf(frame, npartitions), backend.name, num_rows=len(frame), dtypes=planned)
     return _with_dtypes(source, options)
 
 

@@ -59,17 +59,12 @@ def _with_masks_of(frame: Any, model: Any) -> Any:
     from tabflow.schema.dtypes import unmasked_dtype
 
     pandas = get_backend("pandas")
-    recast = {}
-    for position, (dtype, model_dtype) in enumerate(zip(frame.dtypes, model.dtypes)):
+
+    def plain_of(dtype: Any, model_dtype: Any) -> bool:
         name, model_name = pandas.canonical_dtype(dtype), pandas.canonical_dtype(model_dtype)
-        if name != model_name and unmasked_dtype(model_name) == name:
-            recast[position] = model_dtype
-    if not recast:
-        return frame
-    frame = frame.copy(deep=False)
-    for position, dtype in recast.items():
-        frame.isetitem(position, frame.iloc[:, position].astype(dtype))
-    return frame
+        return name != model_name and unmasked_dtype(model_name) == name
+
+    return _recast_like(frame, model, plain_of)
 
 
 def _with_string_storage_of(frame: Any, model: Any) -> Any:
@@ -77,13 +72,20 @@ def _with_string_storage_of(frame: Any, model: Any) -> Any:
     ``model`` is, where both hold missing values alike (both ``<NA>``, or both NaN)."""
     import pandas as pd
 
-    recast = {}
-    for position, (dtype, model_dtype) in enumerate(zip(frame.dtypes, model.dtypes)):
-        if (
+    def other_storage(dtype: Any, model_dtype: Any) -> bool:
+        return (
             isinstance(dtype, pd.StringDtype) and isinstance(model_dtype, pd.StringDtype) and dtype != model_dtype
             and (dtype.na_value is pd.NA) == (model_dtype.na_value is pd.NA)
-        ):
-            recast[position] = model_dtype
+        )
+
+    return _recast_like(frame, model, other_storage)
+
+
+def _recast_like(frame: Any, model: Any, differs: Any) -> Any:
+    """``frame`` with each column for which ``differs(dtype, model_dtype)`` cast to the dtype
+    of ``model``'s column at the same position."""
+    recast = {position: model_dtype for position, (dtype, model_dtype) in enumerate(zip(frame.dtypes, model.dtypes))
+              if differs(dtype, model_dtype)}
     if not recast:
         return frame
     frame = frame.copy(deep=False)  # column labels may repeat: columns are replaced by position

@@ -171,7 +171,10 @@ class DeviceArray(np.lib.mixins.NDArrayOperatorsMixin):
         self._array[_index(key)] = _on_device(value)
 
     def __getattr__(self, name: str) -> Any:
-        # ndarray's other methods (astype, sum, cumsum, reshape, ...) with CuPy's rules.
+        # ndarray's other methods (astype, sum, cumsum, reshape, ...) with CuPy's rules. Not
+        # its protocols: NumPy would read ``__array_interface__`` and convert without a word.
+        if name.startswith("__"):
+            raise AttributeError(name)
         attribute = getattr(self._array, name)
         if not callable(attribute):
             return _to_device(attribute)
@@ -283,8 +286,6 @@ class _DeviceNamespace(ModuleType):
             return DeviceArray
         if name in ("asarray", "array", "ascontiguousarray"):
             return _from_any  # CuPy copies host data to the device here
-        if name == "asnumpy":  # pragma: no cover - NumPy has no asnumpy; CuPy's name for to_host
-            return _as_numpy
         if isinstance(value, ModuleType):
             return _DeviceNamespace(value)
         if isinstance(value, type) or not callable(value):
@@ -294,10 +295,6 @@ class _DeviceNamespace(ModuleType):
 
 def _from_any(value: Any, dtype: Any = None, **kwargs: Any) -> DeviceArray:
     return DeviceArray(np.array(_unwrap(value), dtype=dtype, **kwargs))
-
-
-def _as_numpy(value: Any) -> np.ndarray:
-    return np.asarray(_unwrap(value))
 
 
 #: The strict engine's ``xp``: NumPy with CuPy's rules (see :class:`DeviceArray`).
@@ -316,7 +313,16 @@ class _DeviceRandomState:
 
 
 class StrictBackend(PandasBackend):
-    """The pandas engine whose engine arrays are :class:`DeviceArray` (see the module)."""
+    """The pandas engine whose engine arrays are :class:`DeviceArray` (see the module).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends.strict_backend import BACKEND
+    >>> mask = BACKEND.null_mask(pd.Series([1.0, None]))
+    >>> type(mask).__name__, BACKEND.to_host(mask).tolist()
+    ('DeviceArray', [False, True])
+    """
 
     @property
     def xp(self) -> Any:

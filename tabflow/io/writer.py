@@ -275,9 +275,10 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
     sinks: list[Any] = []
     outputs: list[Any] = []
     try:
-        native = [] if output.remote else [backend.parquet_file_writer(output.sink(name, []), row_group_size) for name in names]
+        paths = [] if output.remote else [output.sink(name, []) for name in names]
+        native = [backend.parquet_file_writer(path, row_group_size) for path in paths]
         if native and all(writer is not None for writer in native):
-            outputs = [_EngineFile(writer, output.sink(name, []), arrow_schema) for writer, name in zip(native, names)]
+            outputs = [_EngineFile(writer, path, arrow_schema) for writer, path in zip(native, paths)]
             pieces: Any = _FramePieces(backend)
         else:
             outputs = [

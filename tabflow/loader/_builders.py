@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from tabflow.backends import backend_for
-from tabflow.loader._tensors import Allocate, Ragged, as_tensor
+from tabflow.loader._tensors import Allocate, Ragged, as_tensor, staged
 from tabflow.loader.keys import PAD_INDEX
 from tabflow.schema import dtypes
 
@@ -86,7 +86,7 @@ class DictBuilder:
                     out[spec.name] = as_tensor(matrix)[:, 0]
                 continue
             values, offsets = backend.list_column_values(series, spec.dtype)
-            ragged = Ragged.from_offsets(as_tensor(_pooled(values, allocate)), as_tensor(_pooled(offsets, allocate)))
+            ragged = Ragged.from_offsets(as_tensor(staged(values, allocate)), as_tensor(staged(offsets, allocate)))
             if spec.width is not None and len(ragged.host_offsets) > 1:
                 longest = int(np.diff(ragged.host_offsets).max())
                 if longest > spec.width:
@@ -96,16 +96,6 @@ class DictBuilder:
                     )
             out[spec.name] = pad_ragged(ragged, spec.width) if spec.dense else ragged
         return out
-
-
-def _pooled(array: Any, allocate: Allocate | None) -> Any:
-    """A host array copied into memory from ``allocate`` (engine arrays on a device, and any
-    array without ``allocate``, unchanged)."""
-    if allocate is None or not isinstance(array, np.ndarray):
-        return array
-    out = allocate(array.shape, array.dtype)
-    out[...] = array
-    return out
 
 
 def pad_ragged(ragged: Ragged, width: int) -> torch.Tensor:

@@ -29,7 +29,7 @@ import torch
 # backends' columns_matrix takes the same callable.
 from tabflow.backends.protocol import Allocate
 
-__all__ = ["Ragged", "as_tensor", "slice_chunk", "cat_chunks", "take_rows", "chunk_to_device", "record_stream"]
+__all__ = ["Ragged", "as_tensor", "slice_chunk", "cat_chunks", "take_rows", "staged", "chunk_to_device", "record_stream"]
 
 
 def as_tensor(array: Any) -> torch.Tensor:
@@ -139,9 +139,25 @@ def _positions(positions: Any, device: torch.device, allocate: Allocate | None) 
     host = np.asarray(positions, dtype=np.int64)
     if device.type != "cuda" or allocate is None:
         return torch.as_tensor(host, device=device)
-    staged = allocate(host.shape, host.dtype)
-    staged[...] = host
-    return torch.from_numpy(staged).to(device, non_blocking=True)
+    return torch.from_numpy(staged(host, allocate)).to(device, non_blocking=True)
+
+
+def staged(array: Any, allocate: Allocate | None) -> Any:
+    """A host array copied into memory from ``allocate`` (the loader's pool, pinned for a GPU
+    loader); an array on a device, or any array without ``allocate``, unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.loader._tensors import staged
+    >>> staged(np.arange(3), lambda shape, dtype: np.zeros(shape, dtype)).tolist()
+    [0, 1, 2]
+    """
+    if allocate is None or not isinstance(array, np.ndarray):
+        return array
+    out = allocate(array.shape, array.dtype)
+    out[...] = array
+    return out
 
 
 def _empty_rows(column: torch.Tensor, rows: int, allocate: Allocate | None) -> torch.Tensor:

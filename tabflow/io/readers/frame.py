@@ -74,7 +74,11 @@ def _planned_dtypes(backend: Any, frame: Any) -> dict[str, str]:
     for name in frame.columns:
         canonical = backend.canonical_dtype(frame[name].dtype)
         masked = nullable_dtype(canonical)
-        if masked != canonical and bool(backend.null_mask(frame[name]).any()):
+        # Only an engine that holds both names as one dtype (cuDF) needs the data asked: on
+        # pandas a plain integer column cannot hold a null.
+        if masked != canonical and backend.engine_dtype(masked) == backend.engine_dtype(canonical) and bool(
+            backend.null_mask(frame[name]).any()
+        ):
             canonical = masked
         planned[str(name)] = canonical
     return planned

@@ -1,5 +1,9 @@
 """The ``tabflow`` command line (also ``python -m tabflow``).
 
+``tabflow demo`` runs the main job end to end, ``tabflow inspect`` describes a dataset's
+columns as JSON and ``tabflow generate`` writes synthetic parquet files that follow such a
+description; ``tabflow COMMAND --help`` describes each.
+
 Examples
 --------
 >>> from tabflow.cli import build_parser
@@ -69,7 +73,94 @@ def build_parser() -> argparse.ArgumentParser:
     device.add_argument("--gpu", dest="cpu", action="store_const", const=False,
                         help="cuDF ETL and CUDA training (an error when unavailable)")
     demo.set_defaults(handler=_run_demo)
+
+    from tabflow.tools import inspector_script
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="describe a dataset's columns as JSON (the description `tabflow generate` reads)",
+        description=(
+            inspector_script.DESCRIPTION + " Example: tabflow inspect -i data/ -c columns.json -o dataset_info.json, "
+            'where columns.json holds {"cats": ["C1"], "conts": ["I1"], "labels": ["label"]}.'
+        ),
+    )
+    inspector_script.add_arguments(inspect)
+    inspect.set_defaults(handler=lambda args: inspector_script.run(args, inspect))
+
+    generate = commands.add_parser(
+        "generate",
+        help="write synthetic parquet files that follow a dataset description",
+        description=(
+            "Generate synthetic data shaped like a description (the JSON `tabflow inspect` writes: column dtypes, "
+            "ranges, cardinalities, string sizes, list lengths, null shares) and write it as "
+            "dataset_<i>.parquet files in OUTPUT. Example: tabflow generate dataset_info.json synthetic/ --rows 100000"
+        ),
+    )
+    generate.add_argument("description", metavar="DESCRIPTION", help="the JSON description to follow")
+    generate.add_argument("output", metavar="OUTPUT", help="directory for the parquet files (new or empty)")
+    generate.add_argument("--rows", type=_positive_int, default=None,
+                          help="rows to generate (default: the description's num_rows)")
+    generate.add_argument("--distribution", choices=["uniform", "powerlaw"], default="uniform",
+                          help="where values are drawn from (default: %(default)s)")
+    generate.add_argument("--alpha", type=float, default=0.1, help="exponent of the power-law distribution (default: %(default)s)")
+    generate.add_argument("--entries", action="store_true",
+                          help="categorical columns as strings of the described sizes (default: integer codes)")
+    generate.add_argument("--seed", type=int, default=0, help="seed of every value drawn (default: %(default)s)")
+    generate.add_argument("--file-memory-fraction", type=_fraction, default=0.8, dest="gpu_frac", metavar="FRACTION",
+                          help="fraction of the engine's memory one file may take (default: %(default)s)")
+    device = generate.add_mutually_exclusive_group()
+    device.add_argument("--cpu", dest="cpu", action="store_const", const=True, default=None,
+                        help="pandas engine (default: cuDF when cuDF and a GPU are available)")
+    device.add_argument("--gpu", dest="cpu", action="store_const", const=False, help="cuDF engine (an error when unavailable)")
+    generate.set_defaults(handler=lambda args: _run_generate(args, generate))
     return parser
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], got {text}")
+    return value
+
+
+def _run_generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import os
+
+    from tabflow._json import read_json
+    from tabflow.exceptions import LoadError
+    from tabflow.tools.data_gen import DatasetGen, PowerLawDistro, UniformDistro, _get_cols_from_schema
+
+    try:
+        description = read_json(args.description, "dataset description")
+    except LoadError as err:
+        parser.error(str(err))
+    if not isinstance(description, dict):
+        parser.error(f"{args.description} must hold an object such as tabflow inspect writes: "
+                     '{"num_rows": N, "conts": {...}, "cats": {...}, "labels": {...}}')
+    rows = args.rows if args.rows is not None else description.get("num_rows")
+    if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
+        parser.error(f"{args.description} gives no positive num_rows ({rows!r}): pass --rows N")
+    try:
+        cols = _get_cols_from_schema(description)
+    except (TypeError, ValueError) as err:
+        parser.error(f"{args.description} is not a dataset description: {err}")
+    if not any(cols.values()):
+        parser.error(f"{args.description} describes no columns")
+    # Generating into a directory that holds other files would mix two datasets.
+    if os.path.isfile(args.output) or (os.path.isdir(args.output) and os.listdir(args.output)):
+        parser.error(f"{args.output} exists and is not an empty directory: name a new or empty directory")
+    distribution = PowerLawDistro(args.alpha) if args.distribution == "powerlaw" else UniformDistro()
+    try:
+        generator = DatasetGen(distribution, gpu_frac=args.gpu_frac, seed=args.seed, cpu=args.cpu)
+    except ImportError as err:
+        print(f"tabflow generate: {err}", file=sys.stderr)
+        return 1
+    try:
+        files = generator.full_df_create(rows, cols, entries=args.entries, output=args.output)
+    except ValueError as err:
+        parser.error(f"cannot generate from {args.description}: {err}")
+    print(f"wrote {rows} rows to {len(files)} file(s) in {args.output}")
+    return 0
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -95,7 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``tabflow`` command with ``argv`` (default: the process arguments).
 
     Returns the exit status: 0 on success, 1 when a package the command needs is missing (the
-    message says what to install), 2 for a usage error (as argparse does).
+    message says what to install), 2 for a usage error (as argparse does), which includes
+    arguments naming files that cannot be used (a missing or malformed description, a column
+    the data does not have).
 
     Examples
     --------

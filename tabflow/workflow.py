@@ -192,6 +192,8 @@ class Workflow:
     def fit(self, dataset: Any, progress: bool = False) -> "Workflow":
         """Compute the statistics of every statistics op, in as few passes as possible.
 
+        The passes are logged (logger ``tabflow.workflow``, level INFO).
+
         Parameters
         ----------
         dataset : Dataset, or a pandas/cuDF/dask DataFrame
@@ -199,8 +201,6 @@ class Workflow:
             Show a progress bar of each pass over the data (see :mod:`tabflow.io.progress`:
             tqdm's Dask callback on Dask's local schedulers, ``distributed.progress`` with a
             distributed client).
-
-        The passes are logged (logger ``tabflow.workflow``, level INFO).
         """
         dataset = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
         self.fit_schema(dataset.schema)

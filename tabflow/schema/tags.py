@@ -138,11 +138,9 @@ class TagSet(frozenset):
     It is a ``frozenset`` (``tags == {Tags.CATEGORICAL}`` and ``|``/``&`` work as on sets),
     with merlin's ``override``, ``+`` and ``-`` (which also take a single tag).
 
-    Parameters
-    ----------
-    tags : tag, list of tags or TagSet, optional
-        :class:`Tags` members or strings; a string naming a standard tag in any case becomes
-        the member, compound tags are split into their parts.
+    ``TagSet(tags)`` takes a tag, a list of tags or a TagSet (none: the empty set):
+    :class:`Tags` members or strings; a string naming a standard tag in any case becomes the
+    member, compound tags are split into their parts.
 
     Raises
     ------

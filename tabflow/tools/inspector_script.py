@@ -25,7 +25,7 @@ import contextlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "parse_args", "main"]
+__all__ = ["DESCRIPTION", "add_arguments", "build_parser", "parse_args", "run", "main"]
 
 
 def _fraction(text: str) -> float:
@@ -42,19 +42,20 @@ def _count(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the inspector command.
+DESCRIPTION = "Write the statistics of a dataset's columns as a JSON description (tabflow.tools.data_gen reads it)."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the inspector's arguments to ``parser`` (this script's, or ``tabflow inspect``'s).
 
     Examples
     --------
-    >>> from tabflow.tools.inspector_script import build_parser
-    >>> build_parser().parse_args(["--data_path", "x.csv", "-f", "csv", "-c", "c.json", "--cpu"]).cpu
-    True
+    >>> import argparse
+    >>> from tabflow.tools.inspector_script import add_arguments
+    >>> parser = add_arguments(argparse.ArgumentParser(prog="tabflow inspect"))
+    >>> parser.parse_args(["-i", "data", "-c", "columns.json", "--workers", "2"]).workers
+    2
     """
-    parser = argparse.ArgumentParser(
-        prog="python -m tabflow.tools.inspector_script",
-        description="Write the statistics of a dataset's columns as a JSON description (tabflow.tools.data_gen reads it).",
-    )
     parser.add_argument("-i", "--data_path", "--data-path", dest="data_path", required=True,
                         help="dataset file, directory or glob (local or a URL)")
     parser.add_argument("-f", "--format", choices=["parquet", "csv"], default="parquet", help="file format (default: %(default)s)")
@@ -73,6 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the inspector command.
+
+    Examples
+    --------
+    >>> from tabflow.tools.inspector_script import build_parser
+    >>> build_parser().parse_args(["--data_path", "x.csv", "-f", "csv", "-c", "c.json", "--cpu"]).cpu
+    True
+    """
+    return add_arguments(argparse.ArgumentParser(prog="python -m tabflow.tools.inspector_script", description=DESCRIPTION))
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command's arguments (``sys.argv`` when ``argv`` is None), as NVTabular's
     ``main(parse_args())`` reads them.
@@ -84,6 +97,73 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     'csv'
     """
     return build_parser().parse_args(argv)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Inspect the dataset ``args`` name and write its description; returns the exit status.
+
+    A problem with what the arguments name (a config file that is not a column config, a data
+    path that cannot be read, a column the data does not have, an output path that is a
+    directory) is reported through ``parser.error``: the message and exit status 2.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import pandas as pd
+    >>> from tabflow.tools.inspector_script import build_parser, run
+    >>> work = tempfile.mkdtemp()
+    >>> pd.DataFrame({"x": [1.0, 2.0]}).to_parquet(os.path.join(work, "data.parquet"))
+    >>> _ = open(os.path.join(work, "columns.json"), "w").write('{"conts": ["x"]}')
+    >>> parser = build_parser()
+    >>> args = parser.parse_args(["-i", os.path.join(work, "data.parquet"), "-c", os.path.join(work, "columns.json"),
+    ...                           "-o", os.path.join(work, "info.json"), "--cpu"])
+    >>> run(args, parser)
+    wrote ... (2 rows: 1 continuous, 0 categorical, 0 label columns)
+    0
+    """
+    from tabflow._json import read_json
+    from tabflow.exceptions import LoadError, SaveError
+    from tabflow.io.cluster import Distributed
+    from tabflow.io.dataset import Dataset
+    from tabflow.io.readers import DatasetReadError
+    from tabflow.tools.dataset_inspector import SECTIONS, DatasetInspector
+
+    try:
+        columns = read_json(args.config_file, "column config")
+    except LoadError as err:
+        parser.error(str(err))
+    example = '{"cats": [...], "conts": [...], "labels": [...]}'
+    if not isinstance(columns, dict) or not all(
+        isinstance(names, list) and all(isinstance(name, str) for name in names) for names in columns.values()
+    ):
+        parser.error(f"{args.config_file} must hold an object of column name lists such as {example}")
+    unknown = sorted(set(columns) - set(SECTIONS))
+    if unknown:
+        parser.error(f"{args.config_file}: unknown column kinds {unknown}; expected {example}")
+    try:
+        dataset = Dataset(args.data_path, engine=args.format, part_mem_fraction=args.part_mem_frac, cpu=args.cpu)
+    except DatasetReadError as err:
+        parser.error(str(err))
+    absent = [name for names in columns.values() for name in names if name not in dataset.schema.column_names]
+    if absent:
+        parser.error(
+            f"{args.config_file} names columns that {args.data_path} does not have: {absent}; "
+            f"its columns are {dataset.schema.column_names}"
+        )
+    cluster: contextlib.AbstractContextManager = contextlib.nullcontext()
+    if args.workers:
+        cluster = Distributed(cluster_type="cpu" if dataset.cpu else None, n_workers=args.workers)
+    try:
+        with cluster as running:
+            client = getattr(running, "client", None)
+            document = DatasetInspector(client=client).inspect(dataset, columns, args.output_file)
+    except (SaveError, ValueError) as err:
+        parser.error(str(err))
+    print(
+        f"wrote {args.output_file} ({document['num_rows']} rows: {len(document['conts'])} continuous, "
+        f"{len(document['cats'])} categorical, {len(document['labels'])} label columns)"
+    )
+    return 0
 
 
 def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:
@@ -104,32 +184,9 @@ def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:
     >>> json.load(open(out))["conts"]["x"]["max_val"]
     2.0
     """
-    from tabflow._json import read_json
-    from tabflow.exceptions import LoadError
-    from tabflow.io.cluster import Distributed
-    from tabflow.io.dataset import Dataset
-    from tabflow.tools.dataset_inspector import DatasetInspector
-
     parser = build_parser()
     args = argv if isinstance(argv, argparse.Namespace) else parser.parse_args(argv)
-    try:
-        columns = read_json(args.config_file, "column config")
-    except LoadError as err:
-        parser.error(str(err))
-    if not isinstance(columns, dict):
-        parser.error(f'{args.config_file} must hold an object such as {{"cats": [...], "conts": [...], "labels": [...]}}')
-    dataset = Dataset(args.data_path, engine=args.format, part_mem_fraction=args.part_mem_frac, cpu=args.cpu)
-    cluster: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if args.workers:
-        cluster = Distributed(cluster_type="cpu" if dataset.cpu else None, n_workers=args.workers)
-    with cluster as running:
-        client = getattr(running, "client", None)
-        document = DatasetInspector(client=client).inspect(dataset, columns, args.output_file)
-    print(
-        f"wrote {args.output_file} ({document['num_rows']} rows: {len(document['conts'])} continuous, "
-        f"{len(document['cats'])} categorical, {len(document['labels'])} label columns)"
-    )
-    return 0
+    return run(args, parser)
 
 
 if __name__ == "__main__":

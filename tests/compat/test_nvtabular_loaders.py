@@ -223,7 +223,7 @@ def test_dldataloader_batch_size_none_passes_the_batch(dataset, frame):
 @pytest.mark.parametrize("batch_size", [1, None])
 def test_dldataloader_without_collate_fn_delivers_the_batch(dataset, frame, batch_size):
     # DataLoader's default collate would add a leading dimension of 1 (batch_size=1); tabflow
-    # delivers the loader's batch unchanged in both modes (see README, "What differs").
+    # delivers the loader's batch unchanged in both modes (see docs/migrating.md, "What differs on purpose").
     with DLDataLoader(_tuple_loader(dataset), batch_size=batch_size) as dl:
         x_cat, x_cont, y = next(iter(dl))
         assert x_cat.shape == (BS, 2) and x_cont.shape == (BS, 1) and dl.n_inp == 2

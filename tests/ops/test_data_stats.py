@@ -50,7 +50,7 @@ def test_statistics_match_pandas(frame, engine, to_engine):
     np.testing.assert_allclose([output["x"][k] for k in ("min", "max", "mean", "std")], [x.min(), x.max(), x.mean(), x.std()])
     i = frame["i"]
     # A cuDF frame has no masked integer dtypes: its Int64 column without a null is int64 there
-    # (README, "What differs on purpose"); data read from files keep their planned Int64.
+    # (docs/migrating.md, "What differs on purpose"); data read from files keep their planned Int64.
     assert output["i"] == {
         "dtype": "int64" if engine == "cudf" else "Int64", "min": int(i.min()), "max": int(i.max()), "per_nan": 0.0,
         "mean": pytest.approx(i.mean()), "std": pytest.approx(i.std()), "cardinality": i.nunique(),

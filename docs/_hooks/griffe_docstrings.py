@@ -11,11 +11,15 @@
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import sys
 from typing import Any
 
 import griffe
 
+# The checkout being documented, imported ahead of any installed copy.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _PLACEHOLDER = re.compile(r"^\s*\{\w+\}\s*$", re.MULTILINE)
 _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|obj|exc|const):`(~?)([^`]+)`")
 
@@ -32,7 +36,7 @@ class TabflowDocstrings(griffe.Extension):
         if obj.docstring is None:
             return
         if _PLACEHOLDER.search(obj.docstring.value):
-            filled = inspect.getdoc(griffe.dynamic_import(obj.path))
+            filled = inspect.getdoc(griffe.dynamic_import(obj.path, import_paths=[_ROOT, *sys.path]))
             if filled and not _PLACEHOLDER.search(filled):
                 obj.docstring.value = filled
         obj.docstring.value = _ROLE.sub(_shown, obj.docstring.value)

@@ -1,31 +1,72 @@
 """What a user types to install an optional part of tabflow.
 
 The import name is ``tabflow`` but the distribution is ``tabflow-etl`` (``tabflow`` on PyPI is
-another project), so every message that says what to install is built here.
+another project), so every message that says what to install is built here. The command names
+where this copy of tabflow came from, as pip recorded it: a checkout installed with ``pip
+install -e`` is installed again from that checkout, a wheel or source archive from that file,
+and only a copy installed from a package index by its name is told the name.
 
 Examples
 --------
->>> from tabflow._install import pip_install
->>> pip_install("fastai")
+>>> from tabflow._install import install_source, pip_install
+>>> pip_install("fastai", source="tabflow-etl")
 'pip install "tabflow-etl[fastai]"'
->>> pip_install("gpu-cu12", "fastai")
-'pip install "tabflow-etl[gpu-cu12,fastai]"'
+>>> pip_install("gpu-cu12", "fastai", source="/src/tabflow")
+'pip install -e "/src/tabflow[gpu-cu12,fastai]"'
+>>> pip_install("fastai", source="/wheels/tabflow_etl-0.1.0-py3-none-any.whl")
+'pip install "/wheels/tabflow_etl-0.1.0-py3-none-any.whl[fastai]"'
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import importlib.util
+import json
+import os
 from typing import Iterable
+from urllib.parse import unquote, urlparse
 
-__all__ = ["DISTRIBUTION", "pip_install", "missing_modules"]
+__all__ = ["DISTRIBUTION", "install_source", "pip_install", "missing_modules"]
 
-#: The name tabflow is published under (``pip install tabflow-etl``).
+#: The distribution name in tabflow's metadata (what ``pip install`` takes from an index).
 DISTRIBUTION = "tabflow-etl"
 
 
-def pip_install(*extras: str) -> str:
-    """The pip command that installs tabflow with ``extras`` (quoted for any shell)."""
-    return f'pip install "{DISTRIBUTION}[{",".join(extras)}]"'
+@functools.cache
+def install_source() -> str:
+    """Where this copy of tabflow was installed from: a checkout's directory, a wheel or archive
+    file, or :data:`DISTRIBUTION` for a copy from a package index (or one pip did not record).
+
+    Read from the ``direct_url.json`` pip writes into the installed metadata (PEP 610).
+    """
+    try:
+        recorded = importlib.metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        return DISTRIBUTION
+    if not recorded:
+        return DISTRIBUTION
+    try:
+        url = urlparse(json.loads(recorded)["url"])
+    except (ValueError, KeyError, TypeError):
+        return DISTRIBUTION
+    path = unquote(url.path)
+    # Only a local file or directory that still exists can be named again; a VCS or remote
+    # URL would need its credentials and revision, which the index name does not.
+    if url.scheme == "file" and os.path.exists(path):
+        return path
+    return DISTRIBUTION
+
+
+def pip_install(*extras: str, source: str | None = None) -> str:
+    """The pip command that installs tabflow with ``extras`` (quoted for any shell).
+
+    ``source`` defaults to :func:`install_source`; a directory is installed editable, as a
+    checkout is.
+    """
+    source = install_source() if source is None else source
+    editable = "-e " if source != DISTRIBUTION and not source.endswith((".whl", ".tar.gz", ".zip")) else ""
+    return f'pip install {editable}"{source}[{",".join(extras)}]"'
 
 
 def missing_modules(names: Iterable[str]) -> list[str]:

@@ -1,7 +1,7 @@
 """What a user without the optional packages sees, and the distribution name they are told.
 
-The ``tabflow`` command must say what to install (naming the published distribution,
-``tabflow-etl``) instead of failing with a traceback, and ``pytest`` must run in a checkout
+The ``tabflow`` command must say what to install (from where this copy was installed: its
+checkout, its wheel, or the distribution name ``tabflow-etl``) instead of failing with a traceback, and ``pytest`` must run in a checkout
 that lacks pytest-timeout.
 """
 
@@ -15,7 +15,7 @@ import tomllib
 
 import pytest
 
-from tabflow._install import DISTRIBUTION, missing_modules, pip_install
+from tabflow._install import DISTRIBUTION, install_source, missing_modules, pip_install
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,7 +40,16 @@ def test_the_distribution_name_is_the_one_in_the_metadata():
     assert project["scripts"] == {"tabflow": "tabflow.cli:main"}
     for extra in ("torch", "fastai", "notebook", "bench", "gpu-cu12", "gpu-cu13", "dev"):
         assert extra in project["optional-dependencies"]
-    assert pip_install("gpu-cu13") == 'pip install "tabflow-etl[gpu-cu13]"'
+    assert pip_install("gpu-cu13", source=DISTRIBUTION) == 'pip install "tabflow-etl[gpu-cu13]"'
+
+
+def test_install_commands_name_where_this_copy_came_from():
+    # The suite runs from a checkout installed with `pip install -e`: the command installs that
+    # checkout again rather than a name no index may hold.
+    source = install_source()
+    assert os.path.isfile(os.path.join(source, "pyproject.toml"))
+    assert pip_install("fastai") == f'pip install -e "{source}[fastai]"'
+    assert pip_install("fastai", source="dist/tabflow_etl-0.1.0.tar.gz") == 'pip install "dist/tabflow_etl-0.1.0.tar.gz[fastai]"'
 
 
 #: What the GPU suite last passed on (one H100, CUDA 13): each GPU extra must admit it.
@@ -117,7 +126,7 @@ def test_demo_without_the_training_packages_says_what_to_install(tmp_path, block
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     assert f"tabflow demo: the demo trains with {', '.join(blocked)}, which" in done.stderr
-    assert done.stderr.rstrip().endswith('pip install "tabflow-etl[fastai]"')
+    assert done.stderr.rstrip().endswith(pip_install("fastai"))
     # Checked before any work: no data was generated.
     assert not (tmp_path / "out").exists()
 
@@ -134,8 +143,8 @@ def test_demo_on_the_gpu_without_cudf_names_the_gpu_extras(tmp_path):
     done = _run_cli_without([], ["demo", "--gpu", "--rows", "1000", "--workdir", str(tmp_path / "out")], cwd=str(tmp_path))
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
-    assert 'pip install "tabflow-etl[gpu-cu12]" for CUDA 12' in done.stderr
-    assert 'pip install "tabflow-etl[gpu-cu13]" for CUDA 13' in done.stderr
+    assert f'{pip_install("gpu-cu12")} for CUDA 12' in done.stderr
+    assert f'{pip_install("gpu-cu13")} for CUDA 13' in done.stderr
 
 
 def test_missing_modules_does_not_import_them():

@@ -20,6 +20,7 @@ import os
 import re
 from typing import Any, Callable, Mapping, Sequence
 
+from tabflow.io.atomic import owned_files
 from tabflow.io.fs import basename, filesystem, is_remote, local_path, remote_url
 from tabflow.io.readers._schema_files import NOT_DATA, schema_next_to
 from tabflow.io.readers._shared import DatasetReadError
@@ -134,7 +135,9 @@ def expand_paths(source: str | Sequence[str], engine: str, storage_options: Mapp
     """Files named by a path, a glob, a directory, or a list of those, in natural order.
 
     A directory lists the files of ``engine``'s format (by suffix), skipping hidden and
-    ``_``-prefixed files and schema files (``schema.json``, ``schema.pbtxt``). URLs
+    ``_``-prefixed files and schema files (``schema.json``, ``schema.pbtxt``); a directory
+    tabflow wrote a dataset into lists that dataset's files (its manifest,
+    :func:`tabflow.io.atomic.owned_files`), not the other files beside them. URLs
     (``s3://bucket/dir``, ``memory://...``) are listed through fsspec with
     ``storage_options`` and stay URLs; ``file://`` URLs become local paths.
     """
@@ -146,12 +149,17 @@ def expand_paths(source: str | Sequence[str], engine: str, storage_options: Mapp
         if is_remote(item):
             files.extend(_expand_remote(item, engine, registered, storage_options))
         elif os.path.isdir(item):
-            found = [
-                os.path.join(item, name)
-                for name in os.listdir(item)
-                if _listed(name, registered) and os.path.isfile(os.path.join(item, name))
-            ]
-            found = found or _hive_files_local(item, registered)
+            written = owned_files(item, "dataset")
+            if written is not None:
+                # A dataset tabflow wrote: its files, not whatever else the directory holds.
+                found = [os.path.join(item, *name.split("/")) for name in written if _listed(name.rpartition("/")[2], registered)]
+            else:
+                found = [
+                    os.path.join(item, name)
+                    for name in os.listdir(item)
+                    if _listed(name, registered) and os.path.isfile(os.path.join(item, name))
+                ]
+                found = found or _hive_files_local(item, registered)
             if not found:
                 raise DatasetReadError(f"directory {item!r} holds no {engine} files")
             files.extend(sorted(found, key=_natural_key))

@@ -45,7 +45,7 @@ from tabflow.graph.serving import (
     missing_columns_error,
     request_frame,
 )
-from tabflow.io.atomic import check_target, discard, publish, recover, temporary_directory
+from tabflow.io.atomic import check_target, discard, files_under, publish, recover, temporary_directory
 from tabflow.io.progress import compute
 from tabflow.ops.operator import NotFittedError, Operator, StatOperator
 from tabflow.schema import Schema
@@ -468,11 +468,18 @@ class Workflow:
         tmp = temporary_directory(path, "workflow", overwrite)
         try:
             write_graph(tmp, self.output_node, self.input_schema, self.output_schema)
+            # Files an op already wrote into ``path`` (Categorify(out_path=path)) are the ones
+            # the workflow bundles, under the same names: replacing them loses nothing.
+            bundled: set[str] = set()
             for op in self._distinct_ops():
                 op.save_artifacts(tmp)
                 if isinstance(op, StatOperator):
+                    stored = getattr(op, "out_path", None)
+                    before = set(files_under(tmp))
                     op.set_storage_path(tmp, copy=True)
-            publish(tmp, path, "workflow", overwrite)
+                    if stored is not None and os.path.abspath(os.fspath(stored)) == path:
+                        bundled |= set(files_under(tmp)) - before
+            publish(tmp, path, "workflow", overwrite, replaceable=bundled)
         except BaseException:
             discard(tmp)
             raise
@@ -523,6 +530,8 @@ class Workflow:
         >>> nvt.Workflow.load(d).transform(pd.DataFrame({"x": [2.0]}))["x"].tolist()
         [0.0]
         """
+        if os.path.isdir(path):
+            recover(path)  # a save killed while moving its files in beside others: finish it
         saved = read_graph(path, trust_code=trust_code)
         workflow = cls(saved.output_node, client=client)
         if saved.output_schema is None:

@@ -61,7 +61,7 @@ from collections.abc import Iterable
 
 from tabflow.exceptions import SaveError
 
-__all__ = ["check_target", "temporary_directory", "publish", "discard", "recover", "owned_files", "KIND_MARKERS", "MANIFESTS"]
+__all__ = ["check_target", "temporary_directory", "publish", "discard", "recover", "owned_files", "files_under", "KIND_MARKERS", "MANIFESTS"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,16 +125,20 @@ def temporary_directory(path: str, kind: str | None = None, overwrite: bool = Fa
     return tmp
 
 
-def publish(tmp: str, path: str, kind: str, overwrite: bool = False) -> None:
-    """Make the complete directory ``tmp`` the output ``path`` (see the module docstring)."""
+def publish(tmp: str, path: str, kind: str, overwrite: bool = False, replaceable: Iterable[str] = ()) -> None:
+    """Make the complete directory ``tmp`` the output ``path`` (see the module docstring).
+
+    ``replaceable`` names files (relative to ``path``) that the output may overwrite though
+    no manifest lists them: files tabflow wrote there for this output by other means (the
+    vocabulary files of ``Categorify(out_path=path)``, which a saved workflow bundles)."""
     path = os.path.abspath(path)
     tmp = os.path.abspath(tmp)
     check_target(path, kind, overwrite)  # again: the target may have changed while writing
     os.remove(os.path.join(tmp, _TEMPORARY_MARKER))
-    files = _files_under(tmp)
+    files = files_under(tmp)
     _write_json(os.path.join(tmp, MANIFESTS[kind]), {"kind": kind, "files": files})
     if os.path.dirname(tmp) == path or (not overwrite and os.path.isdir(path) and _beside(path, kind, overwrite)):
-        _publish_beside(tmp, path, kind, files)
+        _publish_beside(tmp, path, kind, files, set(replaceable))
         return
     if not os.path.lexists(path):
         os.rename(tmp, path)
@@ -252,7 +256,7 @@ def _beside(path: str, kind: str, overwrite: bool) -> bool:
         # but the files of the same names is replaced.
         return True
     own = {*listed, MANIFESTS[kind]}
-    return any(name not in own and not _is_machinery(name) for name in _files_under(path, skip_machinery=True))
+    return any(name not in own and not _is_machinery(name) for name in files_under(path, skip_machinery=True))
 
 
 def _check_collisions(path: str, kind: str, names: Iterable[str], previous: set[str] | None = None) -> None:
@@ -292,9 +296,9 @@ def _previous_files(path: str, kind: str, names: Iterable[str]) -> set[str]:
     return set()
 
 
-def _publish_beside(tmp: str, path: str, kind: str, files: list[str]) -> None:
+def _publish_beside(tmp: str, path: str, kind: str, files: list[str], replaceable: set[str]) -> None:
     """Move the files of ``tmp`` into ``path`` beside what it holds, under a journal."""
-    previous = _previous_files(path, kind, files)
+    previous = _previous_files(path, kind, files) | {n for n in replaceable & set(files) if os.path.isfile(_inside(path, n))}
     _check_collisions(path, kind, files, previous)
     manifest = MANIFESTS[kind]
     logger.info("adding the %s's %d file(s) to %s beside the files there", kind, len(files), path)
@@ -349,8 +353,20 @@ def _is_machinery(name: str) -> bool:
     return name in MANIFESTS.values() or name.startswith((".tabflow-tmp-", ".tabflow-publishing-"))
 
 
-def _files_under(root: str, skip_machinery: bool = False) -> list[str]:
-    """Every file under ``root``, relative and ``/``-separated, sorted."""
+def files_under(root: str, skip_machinery: bool = False) -> list[str]:
+    """Every file under ``root``, relative and ``/``-separated, sorted (``skip_machinery``:
+    without the manifests, journals and temporary directories of this module).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(root, "categories"))
+    >>> for name in ("categories/unique.c.parquet", "workflow.json"):
+    ...     _ = open(os.path.join(root, name), "w").write("")
+    >>> files_under(root)
+    ['categories/unique.c.parquet', 'workflow.json']
+    """
     found = []
     for directory, subdirectories, names in os.walk(root):
         relative = os.path.relpath(directory, root)

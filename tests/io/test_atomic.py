@@ -372,3 +372,24 @@ def test_a_writer_killed_while_writing_beside_leaves_the_previous_output(tmp_pat
     assert sorted(nvt.Dataset(str(d)).to_ddf().compute()["x"]) == list(range(10))
     assert not [n for n in os.listdir(d) if n.startswith(".tabflow-tmp-")]  # the read removed the dead writer's files
     assert _contents(d) == before
+
+
+def test_categorify_out_path_and_a_saved_workflow_share_a_folder_of_other_files(tmp_path):
+    d = tmp_path / "work"
+    frame = _inputs(d)
+    (d / "categories").mkdir()
+    (d / "categories" / "mine.csv").write_text("kept")
+    neighbours = _contents(d)
+    dataset = nvt.Dataset(str(d / "*.parquet"), part_size="1KB")
+    workflow = nvt.Workflow(["c"] >> ops.Categorify(out_path=str(d))).fit(dataset)
+    expected = workflow.transform(frame)["c"].tolist()
+    # NVTabular's codes: null 1, then values by descending frequency (a: 2, b: 2, z: 1)
+    assert expected == [3, 1, 4, 3, 5, 4]
+    workflow.save(str(d))  # bundles the vocabulary files Categorify wrote there: no clash
+    workflow.save(str(d))
+    after = _contents(d)
+    assert {k: after[k] for k in neighbours} == neighbours
+    assert nvt.Workflow.load(str(d)).transform(frame)["c"].tolist() == expected
+    unique = pd.read_parquet(d / "categories" / "unique.c.parquet")
+    assert unique["c"].tolist() == ["a", "b", "z"] and unique.index.tolist() == [3, 4, 5]
+    assert os.listdir(tmp_path) == ["work"]

@@ -256,7 +256,11 @@ def _beside(path: str, kind: str, overwrite: bool) -> bool:
         # but the files of the same names is replaced.
         return True
     own = {*listed, MANIFESTS[kind]}
-    return any(name not in own and not _is_machinery(name) for name in files_under(path, skip_machinery=True))
+    if any(name not in own and not _is_machinery(name) for name in files_under(path, skip_machinery=True)):
+        return True
+    # A directory of someone else's, even empty, is a neighbour too.
+    parents = {"/".join(name.split("/")[:depth]) for name in own for depth in range(1, name.count("/") + 1)}
+    return any(name not in parents for name in _directories_under(path))
 
 
 def _check_collisions(path: str, kind: str, names: Iterable[str], previous: set[str] | None = None) -> None:
@@ -374,7 +378,21 @@ def files_under(root: str, skip_machinery: bool = False) -> list[str]:
         if skip_machinery and not prefix:
             subdirectories[:] = [d for d in subdirectories if not _is_machinery(d)]
         found.extend(prefix + name for name in names)
+        # A link to a directory is not walked into: it is one entry, as a file is.
+        found.extend(prefix + name for name in subdirectories if os.path.islink(os.path.join(directory, name)))
     return sorted(found)
+
+
+def _directories_under(root: str) -> list[str]:
+    """Every directory under ``root`` but this module's own, relative and ``/``-separated."""
+    found = []
+    for directory, subdirectories, _ in os.walk(root):
+        relative = os.path.relpath(directory, root)
+        prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
+        if not prefix:
+            subdirectories[:] = [d for d in subdirectories if not _is_machinery(d)]
+        found.extend(prefix + name for name in subdirectories)
+    return found
 
 
 def _manifest(path: str, kind: str) -> list[str] | None:

@@ -393,3 +393,18 @@ def test_categorify_out_path_and_a_saved_workflow_share_a_folder_of_other_files(
     unique = pd.read_parquet(d / "categories" / "unique.c.parquet")
     assert unique["c"].tolist() == ["a", "b", "z"] and unique.index.tolist() == [3, 4, 5]
     assert os.listdir(tmp_path) == ["work"]
+
+
+@pytest.mark.parametrize("neighbour", ["empty directory", "link to a directory"])
+def test_an_empty_directory_or_a_link_beside_a_previous_output_is_kept(writer, tmp_path, neighbour):
+    save, marker = writer
+    save(tmp_path / "out")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "data.txt").write_text("kept")
+    if neighbour == "empty directory":
+        (tmp_path / "out" / "logs").mkdir()
+    else:
+        os.symlink(tmp_path / "elsewhere", tmp_path / "out" / "logs")
+    save(tmp_path / "out")
+    assert (tmp_path / "out" / "logs").is_dir() and (tmp_path / "out" / marker).is_file()
+    assert (tmp_path / "elsewhere" / "data.txt").read_text() == "kept"

@@ -408,3 +408,17 @@ def test_an_empty_directory_or_a_link_beside_a_previous_output_is_kept(writer, t
     save(tmp_path / "out")
     assert (tmp_path / "out" / "logs").is_dir() and (tmp_path / "out" / marker).is_file()
     assert (tmp_path / "elsewhere" / "data.txt").read_text() == "kept"
+
+
+def test_a_directory_of_csv_inputs_reads_as_csv_after_a_parquet_output_beside_them(tmp_path):
+    d = tmp_path / "work"
+    d.mkdir()
+    frame = pd.DataFrame({"x": [1.0, None, 3.0], "c": ["a", "b", None]})
+    frame.iloc[:2].to_csv(d / "day-0.csv", index=False)
+    frame.iloc[2:].to_csv(d / "day-1.csv", index=False)
+    nvt.Dataset(str(d), engine="csv").to_parquet(str(d), output_files=2)
+    as_csv = nvt.Dataset(str(d), engine="csv").to_ddf().compute().reset_index(drop=True)
+    as_parquet = nvt.Dataset(str(d)).to_ddf().compute().reset_index(drop=True)
+    for read in (as_csv, as_parquet):
+        assert read["x"].isna().tolist() == [False, True, False] and read["c"].isna().tolist() == [False, False, True]
+        assert read["c"].dropna().tolist() == ["a", "b"]

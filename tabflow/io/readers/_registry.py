@@ -149,17 +149,22 @@ def expand_paths(source: str | Sequence[str], engine: str, storage_options: Mapp
         if is_remote(item):
             files.extend(_expand_remote(item, engine, registered, storage_options))
         elif os.path.isdir(item):
-            written = owned_files(item, "dataset")
-            if written is not None:
-                # A dataset tabflow wrote: its files, not whatever else the directory holds.
-                found = [os.path.join(item, *name.split("/")) for name in written if _listed(name.rpartition("/")[2], registered)]
-            else:
+            written = owned_files(item, "dataset") or []
+            # A dataset tabflow wrote: its files, not whatever else the directory holds;
+            # files of another format beside it are listed as ever (without its files).
+            found = [
+                os.path.join(item, *name.split("/"))
+                for name in written
+                if _listed(name.rpartition("/")[2], registered) and (registered is None or (bool(registered.suffixes) and name.endswith(registered.suffixes)))
+            ]
+            if not found:
+                own = {os.path.join(item, *name.split("/")) for name in written}
                 found = [
                     os.path.join(item, name)
                     for name in os.listdir(item)
                     if _listed(name, registered) and os.path.isfile(os.path.join(item, name))
                 ]
-                found = found or _hive_files_local(item, registered)
+                found = [f for f in found or _hive_files_local(item, registered) if f not in own]
             if not found:
                 raise DatasetReadError(f"directory {item!r} holds no {engine} files")
             files.extend(sorted(found, key=_natural_key))

@@ -78,6 +78,9 @@ _JOURNAL = ".tabflow-publishing-{kind}.json"
 _MAX_MANIFEST_BYTES = 64 * 2**20
 # How long a reader waits for a live writer to finish moving files into place (renames only).
 _PUBLISHING_WAIT_S = 60.0
+# Journals this process is carrying out now; one of its own that is not here was left by a
+# publication that failed (a full disk, say) and is completed like a killed writer's.
+_in_progress: set[str] = set()
 
 
 def check_target(path: str, kind: str, overwrite: bool = False, names: Iterable[str] = ()) -> None:
@@ -159,7 +162,19 @@ def publish(tmp: str, path: str, kind: str, overwrite: bool = False, replaceable
 
 
 def discard(tmp: str) -> None:
-    """Remove a temporary directory after a failed write."""
+    """Remove a temporary directory after a failed write, unless a journal names it: then
+    its files are the new output, which :func:`recover` moves into place."""
+    tmp = os.path.abspath(tmp)
+    match = _SIBLING.match(os.path.basename(tmp))
+    target = os.path.join(os.path.dirname(tmp), match.group("name")) if match else os.path.dirname(tmp)
+    for kind in MANIFESTS:
+        journal = os.path.join(target, _JOURNAL.format(kind=kind))
+        try:
+            document = _read_json(journal)
+        except SaveError:
+            document = None
+        if document is not None and os.path.normpath(os.path.join(target, str(document.get("tmp", "")))) == tmp:
+            return
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -186,7 +201,8 @@ def recover(path: str) -> None:
             document = _read_json(journal)
             if document is None:
                 break  # removed meanwhile: that publication is complete
-            if owner_is_gone(str(document.get("owner", ""))):
+            owner = str(document.get("owner", ""))
+            if owner_is_gone(owner) or (owner == owner_text() and journal not in _in_progress):
                 logger.info("completing the %s publication into %s that a killed writer began", kind, path)
                 _roll_forward(path, journal, document)
                 break
@@ -313,8 +329,12 @@ def _publish_beside(tmp: str, path: str, kind: str, files: list[str], replaceabl
         "add": [*files, manifest],  # the manifest last: it names the complete output
         "remove": sorted(previous - set(files) - {manifest}),
     }
-    _write_json(journal, document)
-    _roll_forward(path, journal, document)
+    _in_progress.add(journal)
+    try:
+        _write_json(journal, document)
+        _roll_forward(path, journal, document)
+    finally:
+        _in_progress.discard(journal)
 
 
 def _roll_forward(path: str, journal: str, document: dict) -> None:

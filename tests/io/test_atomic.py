@@ -422,3 +422,24 @@ def test_a_directory_of_csv_inputs_reads_as_csv_after_a_parquet_output_beside_th
     for read in (as_csv, as_parquet):
         assert read["x"].isna().tolist() == [False, True, False] and read["c"].isna().tolist() == [False, False, True]
         assert read["c"].dropna().tolist() == ["a", "b"]
+
+
+def test_a_publication_that_failed_midway_is_completed_by_the_next_read(tmp_path, monkeypatch):
+    d = tmp_path / "work"
+    _inputs(d)
+    nvt.Dataset(pd.DataFrame({"x": range(10)}), npartitions=2).to_parquet(str(d), output_files=2)
+    real_replace, calls = os.replace, []
+
+    def replace_then_fail(source, target):
+        calls.append(target)
+        if len(calls) == 4:  # the manifest, the journal, one file moved: then the disk is full
+            raise OSError(28, "No space left on device")
+        real_replace(source, target)
+
+    monkeypatch.setattr(atomic.os, "replace", replace_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        nvt.Dataset(pd.DataFrame({"x": range(50, 53)}), npartitions=1).to_parquet(str(d), output_files=1)
+    monkeypatch.setattr(atomic.os, "replace", real_replace)
+    assert sorted(nvt.Dataset(str(d)).to_ddf().compute()["x"]) == [50, 51, 52]
+    assert not (d / "part_1.parquet").exists()  # the previous output's extra file went
+    assert (d / "notebook.ipynb").read_text() == "{}"

@@ -192,14 +192,16 @@ def _no_client_in(config):
     return not isinstance(config, distributed.Client)
 
 
-def test_a_chosen_client_lets_process_based_clusters_start(data_dir, tmp_path):
+def test_a_chosen_client_lets_process_based_clusters_start(data_dir, tmp_path, monkeypatch):
     # merlin's set_dask_client: the client becomes the one work runs on, and dask's
     # configuration (copied into every new worker process) never holds it.
     import dask
 
+    from tabflow.io import cluster as clusters
     from tabflow.io.cluster import active_client
     from tabflow.utils import global_dask_client, set_dask_client
 
+    monkeypatch.setattr(clusters, "_chosen", clusters._UNSET)  # the choice made here ends with the test
     reference = _run(data_dir, tmp_path / "local")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as threads:
         with distributed.Client(threads, set_as_default=False) as client:
@@ -219,5 +221,7 @@ def test_a_chosen_client_lets_process_based_clusters_start(data_dir, tmp_path):
                     assert other.submit(sum, [1, 2, 3]).result(timeout=60) == 6
             finally:
                 set_dask_client(None)
-            assert active_client() is None
+            assert active_client() is None and dask.config.get("scheduler") == "threads"
+            set_dask_client(client)  # chosen again: dask's configuration is as it was before
+            assert active_client() is client and dask.config.get("scheduler", None) is None
     _same(reference, on_client)

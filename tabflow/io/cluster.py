@@ -40,6 +40,10 @@ _UNSET = object()
 _chosen: Any = _UNSET
 
 
+# What set_dask_client(None) set in dask.config, undone when a client is chosen again.
+_threads_config: Any = None
+
+
 def _choose(scheduler: Any) -> Any:
     """Make ``scheduler`` the chosen one; return the one chosen before (to restore it)."""
     global _chosen
@@ -121,11 +125,17 @@ def set_dask_client(client: Any = "auto", new_cluster: str | None = None, force_
         client = None if force_new else active_client()
         if client is None and new_cluster is not None:
             client = _start_client(new_cluster, cluster_options)
+    global _threads_config
     if client is None:
         _choose("threads")
-        dask.config.set(scheduler="threads")  # a name: raw dask work leaves the default client too
+        if _threads_config is None:
+            # A name, never the client: dask work left to dask's default runs locally too.
+            _threads_config = dask.config.set(scheduler="threads")
     else:
         _choose(client)
+        if _threads_config is not None:
+            _threads_config, config = None, _threads_config
+            config.__exit__(None, None, None)
     return client
 
 

@@ -61,7 +61,7 @@ from collections.abc import Iterable
 
 from tabflow.exceptions import SaveError
 
-__all__ = ["check_target", "temporary_directory", "publish", "discard", "recover", "owned_files", "files_under", "KIND_MARKERS", "MANIFESTS"]
+__all__ = ["check_target", "temporary_directory", "publish", "discard", "recover", "owned_files", "files_under", "clash_error", "KIND_MARKERS", "MANIFESTS"]
 
 logger = logging.getLogger(__name__)
 
@@ -297,12 +297,24 @@ def _check_collisions(path: str, kind: str, names: Iterable[str], previous: set[
                 break
             if not last and is_dir:
                 continue
-            raise SaveError(
-                f"{target} exists and was not written by tabflow as a {kind}: writing the {kind} into {path} "
-                f"would overwrite it. Move that {'directory' if is_dir else 'file'} away, write the {kind} to "
-                "another directory, or give the output files other names (to_parquet's output_files="
-                "{name: partitions})"
-            )
+            raise clash_error(target, path, kind, is_dir)
+
+
+def clash_error(target: str, path: str, kind: str, is_dir: bool = False) -> SaveError:
+    """The error for an output file ``target`` that would overwrite something in ``path``
+    that tabflow did not write, with the ways out.
+
+    Examples
+    --------
+    >>> print(clash_error("/data/part_0.parquet", "/data", "dataset"))  # doctest: +ELLIPSIS
+    /data/part_0.parquet exists and was not written by tabflow as a dataset: ... Move that file away, ...
+    """
+    return SaveError(
+        f"{target} exists and was not written by tabflow as a {kind}: writing the {kind} into {path} "
+        f"would overwrite it. Move that {'directory' if is_dir else 'file'} away, write the {kind} to "
+        "another directory, or give the output files other names (to_parquet's output_files="
+        "{name: partitions})"
+    )
 
 
 def _previous_files(path: str, kind: str, names: Iterable[str]) -> set[str]:

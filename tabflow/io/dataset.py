@@ -592,14 +592,13 @@ class Dataset:
         output_path : str
             Directory to write, local or a URL (``s3://bucket/prefix``). A missing or empty
             directory, or one holding only a previous tabflow dataset, is replaced as a
-            whole, atomically, once the write succeeded. Into a local directory that holds
-            other files too (the inputs, a notebook's folder) the dataset is added beside
-            them: only the previous dataset's files are replaced, and a file name of the
-            output that would overwrite a file tabflow did not write is an error before
-            anything is written (:mod:`tabflow.io.atomic`). ``Dataset(output_path)`` then
-            reads the dataset's files only. An object-store prefix holding other objects is
-            refused unless ``overwrite=True`` (:mod:`tabflow.io.remote_atomic`); a file at
-            the path is always refused.
+            whole, atomically, once the write succeeded. Into a directory that holds other
+            files too (the inputs, a notebook's folder) the dataset is added beside them:
+            only the previous dataset's files are replaced, and a file name of the output
+            that would overwrite a file tabflow did not write is an error before anything
+            is written (:mod:`tabflow.io.atomic`; on object stores, where nothing is
+            atomic, :mod:`tabflow.io.remote_atomic`). ``Dataset(output_path)`` then reads
+            the dataset's files only. A file at the path is refused.
         shuffle : Shuffle or None
             ``Shuffle.PER_PARTITION``, ``Shuffle.PER_WORKER`` or None (row order kept).
             ``True`` means ``PER_WORKER`` (DeprecationWarning, as NVTabular).

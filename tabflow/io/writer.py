@@ -504,8 +504,10 @@ class _Output:
 
     def claim(self, names: Sequence[str]) -> None:
         """Fail before any work where a file of the output would overwrite one tabflow did
-        not write (locally, where the output goes beside other files)."""
-        if not self.remote:
+        not write (where the output goes beside other files)."""
+        if self.remote:
+            remote_atomic.check_target(self.fs, self.path, "dataset", self.overwrite, names)
+        else:
             atomic.check_target(self.path, "dataset", self.overwrite, names)
 
     def sink(self, name: str, handles: list) -> Any:

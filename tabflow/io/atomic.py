@@ -218,10 +218,14 @@ def recover(path: str) -> None:
         return
     for entry in entries:
         candidate = os.path.join(path, entry)
-        if _INSIDE.match(entry) and not os.path.islink(candidate) and os.path.isdir(candidate):
-            if _writer_is_gone(os.path.join(candidate, _TEMPORARY_MARKER)):
-                logger.info("removing %s, left by a writer that is gone", candidate)
-                shutil.rmtree(candidate, ignore_errors=True)
+        if (
+            _INSIDE.match(entry)
+            and not os.path.islink(candidate)
+            and os.path.isdir(candidate)
+            and _writer_is_gone(os.path.join(candidate, _TEMPORARY_MARKER))
+        ):
+            logger.info("removing %s, left by a writer that is gone", candidate)
+            shutil.rmtree(candidate, ignore_errors=True)
 
 
 def remove_stale(path: str) -> list[str]:

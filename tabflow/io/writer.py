@@ -87,8 +87,8 @@ def write_parquet(
     instead: ``<col>=<value>/part_<i>.parquet`` for every key of partition ``i``, without the
     key columns in the files. ``row_group_size`` caps the rows of one row group. An existing
     ``output_path`` is replaced as :mod:`tabflow.io.atomic` says: as a whole when it is empty
-    or holds only a previous dataset, else the files are added beside what it holds. ``progress`` shows a bar of the
-    partitions written.
+    or holds only a previous dataset, else the files are added beside what it holds.
+    ``progress`` shows a bar of the partitions written.
     """
     if output_files < 1 and not partition_on:
         raise ValueError(f"output_files must be at least 1, got {output_files}")

@@ -21,12 +21,12 @@ import re
 from typing import Any, Callable, Mapping, Sequence
 
 from tabflow.io.atomic import owned_files
-from tabflow.io.remote_atomic import owned_files as remote_owned_files
 from tabflow.io.fs import basename, filesystem, is_remote, local_path, remote_url
 from tabflow.io.readers._schema_files import NOT_DATA, schema_next_to
 from tabflow.io.readers._shared import DatasetReadError
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.io.readers.frame import read_frame
+from tabflow.io.remote_atomic import owned_files as remote_owned_files
 
 __all__ = ["Format", "register", "format_for", "guess_format", "expand_paths", "open_source", "read_files"]
 

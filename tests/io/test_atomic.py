@@ -443,3 +443,45 @@ def test_a_publication_that_failed_midway_is_completed_by_the_next_read(tmp_path
     assert sorted(nvt.Dataset(str(d)).to_ddf().compute()["x"]) == [50, 51, 52]
     assert not (d / "part_1.parquet").exists()  # the previous output's extra file went
     assert (d / "notebook.ipynb").read_text() == "{}"
+
+
+_BESIDE_SAVER = """
+import os, signal, sys
+import pandas as pd
+import tabflow as nvt
+from tabflow import ops
+from tabflow.io import atomic
+
+real_replace, real_roll_forward, moved = os.replace, atomic._roll_forward, []
+
+def replace_then_die(source, target):
+    real_replace(source, target)
+    moved.append(target)
+    if len(moved) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def roll_forward(*args):
+    os.replace = replace_then_die  # only the moves of the publication count
+    real_roll_forward(*args)
+
+atomic._roll_forward = roll_forward
+frame = pd.DataFrame({"x": [1.0, 2.0, 4.0], "c": ["a", None, "a"]})
+nvt.Workflow((["x"] >> ops.Normalize()) + (["c"] >> ops.Categorify())).fit(frame).save(sys.argv[1])
+"""
+
+
+def test_a_save_killed_while_moving_its_files_beside_others_is_completed_by_load(tmp_path):
+    d = tmp_path / "work"
+    _inputs(d)
+    _save_workflow(d)  # a previous workflow (x only) beside the inputs
+    neighbours = {k: v for k, v in _contents(d).items() if str(k).startswith(("input-", "notebook"))}
+    script = tmp_path / "saver.py"
+    script.write_text(textwrap.dedent(_BESIDE_SAVER))
+    process = subprocess.run([sys.executable, str(script), str(d)], check=False, env=_env())
+    assert process.returncode == -signal.SIGKILL
+    assert (d / ".tabflow-publishing-workflow.json").is_file()
+    loaded = nvt.Workflow.load(str(d))  # the new workflow, completed
+    out = loaded.transform(pd.DataFrame({"x": [2.0], "c": [None]}))
+    assert sorted(out.columns) == ["c", "x"] and out["c"].tolist() == [1]  # null -> 1, as NVTabular
+    assert {k: v for k, v in _contents(d).items() if k in neighbours} == neighbours
+    assert not [n for n in os.listdir(d) if n.startswith((".tabflow-tmp-", ".tabflow-publishing-"))]

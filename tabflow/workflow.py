@@ -45,7 +45,7 @@ from tabflow.graph.serving import (
     missing_columns_error,
     request_frame,
 )
-from tabflow.io.atomic import check_target, discard, publish, temporary_directory
+from tabflow.io.atomic import check_target, discard, files_under, publish, recover, temporary_directory
 from tabflow.io.progress import compute
 from tabflow.ops.operator import NotFittedError, Operator, StatOperator
 from tabflow.schema import Schema
@@ -434,9 +434,12 @@ class Workflow:
 
         The directory is written under a temporary name and published at the end, so a
         failed save never leaves a directory that looks like a complete workflow. An
-        existing ``path`` is replaced only when it is empty or a previous saved workflow
-        (it holds ``workflow.json``); anything else is an error before anything is written,
-        unless ``overwrite=True``.
+        existing ``path`` is replaced as a whole when it is empty or holds only a previous
+        saved workflow; into a directory holding other files too, the workflow's files are
+        added beside them (a previous workflow's files replaced), and a file of the workflow
+        that would overwrite a file tabflow did not write is an error naming it
+        (:mod:`tabflow.io.atomic`). ``overwrite=True`` replaces the directory and everything
+        in it.
 
         Functions given to ops are saved by their registered name
         (:func:`tabflow.register_function`) or, otherwise, as their source code with the
@@ -462,14 +465,21 @@ class Workflow:
         self._require_schema()
         path = os.path.abspath(path)
         check_target(path, "workflow", overwrite)
-        tmp = temporary_directory(path)
+        tmp = temporary_directory(path, "workflow", overwrite)
         try:
             write_graph(tmp, self.output_node, self.input_schema, self.output_schema)
+            # Files an op already wrote into ``path`` (Categorify(out_path=path)) are the ones
+            # the workflow bundles, under the same names: replacing them loses nothing.
+            bundled: set[str] = set()
             for op in self._distinct_ops():
                 op.save_artifacts(tmp)
                 if isinstance(op, StatOperator):
+                    stored = getattr(op, "out_path", None)
+                    before = set(files_under(tmp))
                     op.set_storage_path(tmp, copy=True)
-            publish(tmp, path, "workflow", overwrite)
+                    if stored is not None and os.path.abspath(os.fspath(stored)) == path:
+                        bundled |= set(files_under(tmp)) - before
+            publish(tmp, path, "workflow", overwrite, replaceable=bundled)
         except BaseException:
             discard(tmp)
             raise
@@ -520,6 +530,8 @@ class Workflow:
         >>> nvt.Workflow.load(d).transform(pd.DataFrame({"x": [2.0]}))["x"].tolist()
         [0.0]
         """
+        if os.path.isdir(path):
+            recover(path)  # a save killed while moving its files in beside others: finish it
         saved = read_graph(path, trust_code=trust_code)
         workflow = cls(saved.output_node, client=client)
         if saved.output_schema is None:

@@ -181,3 +181,47 @@ def test_compute_with_a_scheduler_runs_there_even_with_a_client(cluster):
     assert set(here["pid"]) == set(persisted["pid"]) == {os.getpid()}
     pd.testing.assert_frame_equal(here.drop(columns="pid"), frame)
     pd.testing.assert_frame_equal(on_workers.drop(columns="pid"), frame)
+
+
+def _no_client_in(config):
+    """Whether a (nested) dask config holds no client object."""
+    if isinstance(config, dict):
+        return all(_no_client_in(v) for v in config.values())
+    if isinstance(config, (list, tuple)):
+        return all(_no_client_in(v) for v in config)
+    return not isinstance(config, distributed.Client)
+
+
+def test_a_chosen_client_lets_process_based_clusters_start(data_dir, tmp_path, monkeypatch):
+    # merlin's set_dask_client: the client becomes the one work runs on, and dask's
+    # configuration (copied into every new worker process) never holds it.
+    import dask
+
+    from tabflow.io import cluster as clusters
+    from tabflow.io.cluster import active_client
+    from tabflow.utils import global_dask_client, set_dask_client
+
+    monkeypatch.setattr(clusters, "_chosen", clusters._UNSET)  # the choice made here ends with the test
+    reference = _run(data_dir, tmp_path / "local")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as threads:
+        with distributed.Client(threads, set_as_default=False) as client:
+            try:
+                assert set_dask_client(client) is client
+                assert active_client() is client and global_dask_client() is client
+                assert _no_client_in(dask.config.config)
+                with distributed.get_task_stream(client=client) as tasks:
+                    on_client = _run(data_dir, tmp_path / "chosen")
+                assert len(tasks.data) > 0
+                with nvt.Distributed(client=client), nvt.Serial():
+                    assert active_client() is None and _no_client_in(dask.config.config)
+                assert active_client() is client  # both blocks restored the chosen client
+                with distributed.LocalCluster(
+                    n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
+                ) as processes, distributed.Client(processes, set_as_default=False) as other:
+                    assert other.submit(sum, [1, 2, 3]).result(timeout=60) == 6
+            finally:
+                set_dask_client(None)
+            assert active_client() is None and dask.config.get("scheduler") == "threads"
+            set_dask_client(client)  # chosen again: dask's configuration is as it was before
+            assert active_client() is client and dask.config.get("scheduler", None) is None
+    _same(reference, on_client)

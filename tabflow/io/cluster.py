@@ -2,10 +2,12 @@
 (:class:`Distributed`), or the local synchronous scheduler (:class:`Serial`).
 
 Everything that computes (``Workflow.fit``, ``transform``, ``Dataset.to_parquet``, the
-loader's reads) asks :func:`active_client`: an explicit ``client=`` argument wins, then a
-scheduler set in ``dask.config`` (what the context managers set), then the default
-``distributed`` client, else dask's local threads. The context managers only change
-``dask.config``, so they nest and restore what was there before.
+loader's reads) asks :func:`active_client`: an explicit ``client=`` argument wins, then the
+scheduler chosen here (by :func:`set_dask_client` or a context manager), then a local
+scheduler named in ``dask.config``, then the default ``distributed`` client, else dask's
+local threads. The context managers restore what was chosen before, so they nest. A client
+is never put into ``dask.config``: the configuration is copied into every worker process a
+new cluster starts, and a client in it cannot be (no process-based cluster would start).
 
 Examples
 --------
@@ -33,6 +35,22 @@ __all__ = ["active_client", "Distributed", "Serial", "global_dask_client", "set_
 _LOCAL_SCHEDULERS = {"sync", "synchronous", "single-threaded", "threads", "threading", "processes", "multiprocessing"}
 
 
+# The scheduler chosen for the process: a client, a local scheduler's name, or _UNSET.
+_UNSET = object()
+_chosen: Any = _UNSET
+
+
+# What set_dask_client(None) set in dask.config, undone when a client is chosen again.
+_threads_config: Any = None
+
+
+def _choose(scheduler: Any) -> Any:
+    """Make ``scheduler`` the chosen one; return the one chosen before (to restore it)."""
+    global _chosen
+    previous, _chosen = _chosen, scheduler
+    return previous
+
+
 def _is_client(obj: Any) -> bool:
     return "Client" in type(obj).__name__ and hasattr(obj, "submit")
 
@@ -50,6 +68,11 @@ def active_client(client: Any = None) -> Any:
     """
     if client is not None:
         return client
+    chosen = _chosen
+    if _is_client(chosen) and getattr(chosen, "status", None) not in ("closing", "closed"):
+        return chosen
+    if isinstance(chosen, str):
+        return None
     configured = dask.config.get("scheduler", None)
     if _is_client(configured):
         return configured
@@ -78,13 +101,41 @@ def set_dask_client(client: Any = "auto", new_cluster: str | None = None, force_
 
     ``"auto"`` keeps the active client (or, with ``new_cluster="cpu"``/``"cuda"`` and no
     client or ``force_new=True``, starts a local cluster of that kind with
-    ``cluster_options``); ``None`` goes back to dask's local threads.
+    ``cluster_options``); ``None`` goes back to dask's local threads. As merlin's, this
+    chooses the client tabflow's work runs on; dask's own default client (the one plain
+    ``ddf.compute()`` uses) stays what ``distributed`` made it, and ``dask.config`` never
+    holds the client, so process-based clusters still start afterwards.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import tabflow as nvt
+    >>> from distributed import Client, LocalCluster
+    >>> from tabflow.utils import global_dask_client, set_dask_client
+    >>> client = Client(LocalCluster(n_workers=1, processes=False, dashboard_address=":0"), set_as_default=False)
+    >>> set_dask_client(client) is client and global_dask_client() is client
+    True
+    >>> nvt.Dataset(pd.DataFrame({"x": [1, 2, 3]})).num_rows
+    3
+    >>> set_dask_client(None) is None and global_dask_client() is None
+    True
+    >>> client.close(); client.cluster.close()
     """
     if client == "auto":
         client = None if force_new else active_client()
         if client is None and new_cluster is not None:
             client = _start_client(new_cluster, cluster_options)
-    dask.config.set(scheduler=client if client is not None else "threads")
+    global _threads_config
+    if client is None:
+        _choose("threads")
+        if _threads_config is None:
+            # A name, never the client: dask work left to dask's default runs locally too.
+            _threads_config = dask.config.set(scheduler="threads")
+    else:
+        _choose(client)
+        if _threads_config is not None:
+            _threads_config, config = None, _threads_config
+            config.__exit__(None, None, None)
     return client
 
 
@@ -182,14 +233,14 @@ class Distributed:
             client = _start_client(self.cluster_type, self.cluster_options)
             self._owned = True
         self._client = client
-        self._config = dask.config.set(scheduler=client)
+        self._config = (_choose(client),)
 
     def deactivate(self) -> None:
         """Go back to the scheduler that was active before (closing a cluster started here)."""
         if self._config is None:
             return
-        config, self._config = self._config, None
-        config.__exit__(None, None, None)
+        (previous,), self._config = self._config, None
+        _choose(previous)
         if self._owned:
             cluster = self._client.cluster
             self._client.close()
@@ -231,13 +282,15 @@ class Serial:
 
     def _activate(self) -> None:
         if self._config is None:
-            self._config = dask.config.set(scheduler="synchronous")
+            # Both: tabflow's work (which asks active_client) and raw dask work in the block.
+            self._config = (_choose("synchronous"), dask.config.set(scheduler="synchronous"))
 
     def deactivate(self) -> None:
         """Go back to the scheduler that was active before."""
         if self._config is not None:
-            config, self._config = self._config, None
+            (previous, config), self._config = self._config, None
             config.__exit__(None, None, None)
+            _choose(previous)
 
     def __enter__(self) -> "Serial":
         self._activate()

@@ -590,12 +590,15 @@ class Dataset:
         Parameters
         ----------
         output_path : str
-            Directory to create, local or a URL (``s3://bucket/prefix``). An existing one is
-            replaced, as a whole and only once the write succeeded, when it is empty or a
-            previous tabflow dataset (it holds ``_schema.json``); any other existing path (a
-            folder of other files, a file) is an error before anything is written, unless
-            ``overwrite=True``. Locally the new directory replaces the old one atomically; on
-            object stores see :mod:`tabflow.io.remote_atomic`.
+            Directory to write, local or a URL (``s3://bucket/prefix``). A missing or empty
+            directory, or one holding only a previous tabflow dataset, is replaced as a
+            whole, atomically, once the write succeeded. Into a directory that holds other
+            files too (the inputs, a notebook's folder) the dataset is added beside them:
+            only the previous dataset's files are replaced, and a file name of the output
+            that would overwrite a file tabflow did not write is an error before anything
+            is written (:mod:`tabflow.io.atomic`; on object stores, where nothing is
+            atomic, :mod:`tabflow.io.remote_atomic`). ``Dataset(output_path)`` then reads
+            the dataset's files only. A file at the path is refused.
         shuffle : Shuffle or None
             ``Shuffle.PER_PARTITION``, ``Shuffle.PER_WORKER`` or None (row order kept).
             ``True`` means ``PER_WORKER`` (DeprecationWarning, as NVTabular).
@@ -638,8 +641,8 @@ class Dataset:
         seed : int, optional
             Seed of the shuffle.
         overwrite : bool, default False
-            Replace ``output_path`` whatever it holds (never the current directory or one
-            containing it, nor a bucket's root).
+            Replace ``output_path`` and everything in it (never the current directory, one
+            containing it or the home directory, nor a bucket's root).
         storage_options : dict, optional
             fsspec options for a URL ``output_path`` (default: the dataset's own).
         progress : bool, optional

@@ -15,8 +15,11 @@ had. What is guaranteed here instead:
   can see it incomplete (without the marker). While files move, ``<out>/.tabflow-publishing``
   names the writer, so a half-published output left by a killed writer is still recognised
   as tabflow's and replaced by the next write (not refused as foreign);
-- **nothing foreign replaced**: ``<out>`` is replaced only when it holds nothing, is a
-  previous output of the same kind (it has the marker), or ``overwrite=True``; the root of
+- **nothing foreign replaced**: as locally, each output lists its files in a manifest
+  (``.tabflow-dataset.json``, :data:`tabflow.io.atomic.MANIFESTS`); into a prefix holding
+  other objects the output is added beside them, only a previous output's files are removed
+  or replaced, and a file name that would overwrite an object tabflow did not write is an
+  error before any work. ``overwrite=True`` replaces everything under ``<out>``; the root of
   a bucket (or of the filesystem) is never written over;
 - **leftovers**: a killed writer can leave ``<out>.tmp-<id>/``; the next write to the same
   ``<out>`` from the same host removes those whose process is gone (others are kept: their
@@ -32,24 +35,25 @@ Examples
 >>> fs.pipe_file(tmp + "/part_0.parquet", b"data"); fs.pipe_file(tmp + "/_schema.json", b"{}")
 >>> publish(fs, tmp, "/doc-example/out", "dataset")
 >>> sorted(p.rsplit("/", 1)[1] for p in fs.find("/doc-example/out"))
-['_schema.json', 'part_0.parquet']
+['.tabflow-dataset.json', '_schema.json', 'part_0.parquet']
 >>> fs.exists(tmp)
 False
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import uuid
-from typing import Any
+from typing import Any, Iterable
 
 from tabflow.exceptions import SaveError
-from tabflow.io.atomic import KIND_MARKERS, TEMPORARY_MARKER, owner_is_gone, owner_text
+from tabflow.io.atomic import KIND_MARKERS, MANIFESTS, TEMPORARY_MARKER, clash_error, owner_is_gone, owner_text
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["check_target", "temporary_directory", "publish", "discard", "remove_stale", "PUBLISHING_MARKER"]
+__all__ = ["check_target", "temporary_directory", "publish", "discard", "remove_stale", "owned_files", "PUBLISHING_MARKER"]
 
 #: In ``<out>/`` while a publish moves files into it.
 PUBLISHING_MARKER = ".tabflow-publishing"
@@ -57,9 +61,10 @@ PUBLISHING_MARKER = ".tabflow-publishing"
 _SIBLING = re.compile(r"^(?P<name>.+)\.tmp-(?P<id>[0-9a-f]{12})$")
 
 
-def check_target(fs: Any, path: str, kind: str, overwrite: bool = False) -> None:
+def check_target(fs: Any, path: str, kind: str, overwrite: bool = False, names: Iterable[str] = ()) -> None:
     """Raise :class:`SaveError` if writing ``kind`` to ``path`` on ``fs`` would replace
-    something that is not a previous ``kind`` output (and ``overwrite`` is not set)."""
+    something that is not a file or directory, or overwrite an object tabflow did not write
+    (``names``: the output's files, relative to ``path``, where known before writing)."""
     path = path.rstrip("/")
     # Object stores name a bucket with no slash (their root marker is empty); other
     # filesystems' root is "/".
@@ -77,13 +82,51 @@ def check_target(fs: Any, path: str, kind: str, overwrite: bool = False) -> None
         )
     if not fs.isdir(path) or overwrite:
         return
-    if not fs.ls(path, detail=False) or fs.isfile(f"{path}/{KIND_MARKERS[kind]}") or fs.isfile(f"{path}/{PUBLISHING_MARKER}"):
-        return
-    raise SaveError(
-        f"{fs.unstrip_protocol(path)} is a non-empty directory that does not hold a tabflow {kind} (no "
-        f"{KIND_MARKERS[kind]}); refusing to replace it. Write the {kind} to a new or empty prefix, or pass "
-        "overwrite=True to replace everything under it"
-    )
+    names = list(names)
+    _check_clashes(fs, path, kind, names, _previous_files(fs, path, kind, names))
+
+
+def owned_files(fs: Any, path: str, kind: str) -> list[str] | None:
+    """The files of the ``kind`` output under ``path`` (relative, ``/``-separated), as its
+    manifest lists them; None where there is no manifest of that kind.
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> fs = fsspec.filesystem("memory")
+    >>> fs.pipe_file("/doc-owned/out/.tabflow-dataset.json", b'{"kind": "dataset", "files": ["part_0.parquet"]}')
+    >>> owned_files(fs, "/doc-owned/out", "dataset"), owned_files(fs, "/doc-owned/out", "workflow")
+    (['part_0.parquet'], None)
+    """
+    manifest = f"{path.rstrip('/')}/{MANIFESTS[kind]}"
+    if not fs.isfile(manifest):
+        return None
+    try:
+        files = json.loads(fs.cat_file(manifest).decode("utf-8")).get("files")
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        files = None
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise SaveError(f"{fs.unstrip_protocol(manifest)} is malformed: 'files' must be a list of file names")
+    return files
+
+
+def _previous_files(fs: Any, path: str, kind: str, names: list[str]) -> set[str]:
+    """The files of the previous ``kind`` output under ``path``: its manifest's, else (an
+    output from before manifests, or one a killed writer half published) those of ``names``
+    that are there."""
+    listed = owned_files(fs, path, kind)
+    if listed is not None:
+        return set(listed)
+    if fs.isfile(f"{path}/{KIND_MARKERS[kind]}") or fs.isfile(f"{path}/{PUBLISHING_MARKER}"):
+        return {n for n in names if fs.isfile(f"{path}/{n}")}
+    return set()
+
+
+def _check_clashes(fs: Any, path: str, kind: str, names: list[str], previous: set[str]) -> None:
+    for name in names:
+        target = f"{path}/{name}"
+        if name not in previous and fs.exists(target):
+            raise clash_error(fs.unstrip_protocol(target), fs.unstrip_protocol(path), kind, fs.isdir(target))
 
 
 def temporary_directory(fs: Any, path: str) -> str:
@@ -101,23 +144,36 @@ def publish(fs: Any, tmp: str, path: str, kind: str, overwrite: bool = False) ->
     """Move the complete files of ``tmp`` to ``path``, the kind's marker last (see the module docstring)."""
     path = path.rstrip("/")
     check_target(fs, path, kind, overwrite)  # again: the target may have changed while writing
-    marker = KIND_MARKERS[kind]
+    marker, manifest = KIND_MARKERS[kind], MANIFESTS[kind]
     publishing = f"{path}/{PUBLISHING_MARKER}"
+    files = sorted(p for p in fs.find(tmp) if not p.endswith("/" + TEMPORARY_MARKER))
+    names = [p[len(tmp) + 1:] for p in files]
     if fs.isfile(path):
         fs.rm_file(path)
+        old: list[str] = []
+    elif overwrite:
+        claims = {f"/{PUBLISHING_MARKER}", f"/{marker}", f"/{manifest}"}
+        old = [p for p in fs.find(path) if p[len(path):] not in claims] if fs.isdir(path) else []
+    elif fs.isdir(path):
+        previous = _previous_files(fs, path, kind, names)
+        _check_clashes(fs, path, kind, names, previous)
+        old = [f"{path}/{n}" for n in sorted(previous - set(names) - {manifest}) if fs.isfile(f"{path}/{n}")]
+    else:
+        old = []
+    fs.pipe_file(f"{tmp}/{manifest}", json.dumps({"kind": kind, "files": names}, indent=1).encode("utf-8"))
     fs.pipe_file(publishing, owner_text().encode("utf-8"))
     # The old output stops claiming to be complete before any of its files go.
-    if fs.isfile(f"{path}/{marker}"):
-        fs.rm_file(f"{path}/{marker}")
-    old = [p for p in fs.find(path) if not p.endswith("/" + PUBLISHING_MARKER)]
+    for claim in (f"{path}/{marker}", f"{path}/{manifest}"):
+        if fs.isfile(claim):
+            fs.rm_file(claim)
     if old:
-        logger.info("replacing the %s at %s: removing its %d file(s)", kind, path, len(old))
+        logger.info("replacing the %s at %s: removing %d file(s) of the previous one", kind, path, len(old))
         fs.rm(old)
-    files = sorted(p for p in fs.find(tmp) if not p.endswith("/" + TEMPORARY_MARKER))
-    last = f"{tmp}/{marker}"
+    files.append(f"{tmp}/{manifest}")
+    order = {f"{tmp}/{manifest}": 1, f"{tmp}/{marker}": 2}  # the manifest, then the marker, after everything else
     for directory in sorted({(path + p[len(tmp):]).rpartition("/")[0] for p in files}):
         fs.makedirs(directory, exist_ok=True)  # filesystems with real directories need them
-    for source in sorted(files, key=lambda p: p == last):  # the marker after everything else
+    for source in sorted(files, key=lambda p: order.get(p, 0)):
         fs.mv(source, path + source[len(tmp):])
     fs.rm_file(publishing)
     discard(fs, tmp)

@@ -7,8 +7,9 @@ temporary sibling directory together with ``_schema.json`` (tabflow's schema),
 reads) and ``_metadata`` (the parquet summary of every file's row groups, which dask and
 pyarrow read instead of each footer); only when every file is closed is that directory
 published as the requested path, so an interrupted write never leaves a directory that
-looks like a complete dataset, and only a previous dataset (or, with ``overwrite=True``,
-anything) is ever replaced.
+looks like a complete dataset; into a directory holding other files, the files are added
+beside them and only a previous dataset's files are ever replaced (or, with
+``overwrite=True``, anything).
 
 Local paths are published with :mod:`tabflow.io.atomic` (an atomic rename); URLs
 (``s3://...``) with :mod:`tabflow.io.remote_atomic` (files moved with ``_schema.json``
@@ -85,9 +86,9 @@ def write_parquet(
     spreading partitions over the files in order. ``partition_on`` writes a hive layout
     instead: ``<col>=<value>/part_<i>.parquet`` for every key of partition ``i``, without the
     key columns in the files. ``row_group_size`` caps the rows of one row group. An existing
-    ``output_path`` is replaced only if it is empty or a previous dataset (it holds
-    ``_schema.json``), or when ``overwrite`` is set. ``progress`` shows a bar of the
-    partitions written.
+    ``output_path`` is replaced as :mod:`tabflow.io.atomic` says: as a whole when it is empty
+    or holds only a previous dataset, else the files are added beside what it holds.
+    ``progress`` shows a bar of the partitions written.
     """
     if output_files < 1 and not partition_on:
         raise ValueError(f"output_files must be at least 1, got {output_files}")
@@ -99,6 +100,7 @@ def write_parquet(
         ddf = ddf.repartition(npartitions=output_files)
         nparts = ddf.npartitions
     names = list(file_names) if file_names is not None else [f"part_{k}.parquet" for k in range(output_files)]
+    output.claim([*([] if partition_on else names), *_metadata_names(hugectr_keyset)])
     columns = [c for c in schema.column_names if c not in (partition_on or ())]
     arrow_schema = portable_schema(backend.to_arrow(backend.empty_frame(schema.dtypes)).schema.remove_metadata())
     file_schema = pa.schema([arrow_schema.field(c) for c in columns])
@@ -171,6 +173,7 @@ def write_hugectr(
         raise ValueError(f"output_files must be at least 1, got {output_files}")
     output = _Output(output_path, overwrite, None)
     names = list(file_names) if file_names is not None else [f"{k}{hugectr.DATA_SUFFIX}" for k in range(output_files)]
+    output.claim([*names, *_metadata_names(False)])
     nparts = ddf.npartitions
     order = None if partition_files is None else [i for i, f in enumerate(partition_files) if f is not None]
     rng = np.random.default_rng(seed)
@@ -234,6 +237,12 @@ def _role_array(table: pa.Table, names: Sequence[str], kind: str) -> np.ndarray:
         columns.append(values.astype(np.float32) if kind == "float" else values.astype(np.int64))
     dtype = np.float32 if kind == "float" else np.int64
     return np.column_stack(columns) if columns else np.empty((table.num_rows, 0), dtype=dtype)
+
+
+def _metadata_names(keyset: bool) -> list[str]:
+    """The files a dataset holds besides its data files."""
+    names = [METADATA_FILENAME, hugectr.FILE_LIST, hugectr.METADATA_JSON, f"{MERLIN_METADATA_DIR_NAME}/schema.json", SCHEMA_FILENAME]
+    return [*names, hugectr.KEYSET] if keyset else names
 
 
 def _write_schema_files(output: "_Output", schema: Schema) -> None:
@@ -491,7 +500,15 @@ class _Output:
             atomic.check_target(self.path, "dataset", overwrite)
 
     def begin(self) -> None:
-        self.tmp = remote_atomic.temporary_directory(self.fs, self.path) if self.remote else atomic.temporary_directory(self.path)
+        self.tmp = remote_atomic.temporary_directory(self.fs, self.path) if self.remote else atomic.temporary_directory(self.path, "dataset", self.overwrite)
+
+    def claim(self, names: Sequence[str]) -> None:
+        """Fail before any work where a file of the output would overwrite one tabflow did
+        not write (where the output goes beside other files)."""
+        if self.remote:
+            remote_atomic.check_target(self.fs, self.path, "dataset", self.overwrite, names)
+        else:
+            atomic.check_target(self.path, "dataset", self.overwrite, names)
 
     def sink(self, name: str, handles: list) -> Any:
         """Where pyarrow writes ``name``: a local path, or an open fsspec file (kept in ``handles``)."""

@@ -65,20 +65,33 @@ def test_empty_directory_is_used(writer, tmp_path):
 def test_previous_output_of_the_same_kind_is_replaced_as_a_whole(writer, tmp_path):
     save, marker = writer
     save(tmp_path / "out")
-    (tmp_path / "out" / "stale-extra-file").write_text("from the previous output")
+    first = _contents(tmp_path / "out")
     save(tmp_path / "out")
-    assert (tmp_path / "out" / marker).is_file()
-    assert not (tmp_path / "out" / "stale-extra-file").exists()
+    assert (tmp_path / "out" / marker).is_file() and set(_contents(tmp_path / "out")) == set(first)
     assert os.listdir(tmp_path) == ["out"]
 
 
-def test_a_project_folder_is_refused_and_untouched(writer, tmp_path):
-    save, _ = writer
+def test_a_file_added_to_a_previous_output_is_kept(writer, tmp_path):
+    save, marker = writer
+    save(tmp_path / "out")
+    (tmp_path / "out" / "notes.md").write_text("added by hand")
+    save(tmp_path / "out")
+    assert (tmp_path / "out" / "notes.md").read_text() == "added by hand"
+    assert (tmp_path / "out" / marker).is_file() and os.listdir(tmp_path) == ["out"]
+
+
+def test_a_project_folder_gets_the_output_beside_its_files(writer, tmp_path):
+    save, marker = writer
     before = _project(tmp_path / "project")
-    with pytest.raises(SaveError, match=r"project is a non-empty directory that does not hold a tabflow .*overwrite=True"):
-        save(tmp_path / "project")
-    assert _contents(tmp_path / "project") == before
-    assert os.listdir(tmp_path) == ["project"]  # no temporary directory left behind
+    save(tmp_path / "project")
+    after = _contents(tmp_path / "project")
+    assert {k: after[k] for k in before} == before  # every neighbour untouched
+    assert (tmp_path / "project" / marker).is_file()
+    assert os.listdir(tmp_path) == ["project"]  # nothing beside the directory either
+    kind = "workflow" if marker == "workflow.json" else "dataset"
+    owned = set(atomic.owned_files(str(tmp_path / "project"), kind))
+    assert {str(k) for k in after} == owned | {str(k) for k in before} | {atomic.MANIFESTS[kind]}
+    assert not any(name.startswith(".tabflow-tmp-") for name in os.listdir(tmp_path / "project"))
 
 
 def test_a_file_is_refused_and_untouched(writer, tmp_path):
@@ -91,14 +104,14 @@ def test_a_file_is_refused_and_untouched(writer, tmp_path):
     assert (tmp_path / "out" / marker).is_file() and os.listdir(tmp_path) == ["out"]
 
 
-def test_the_other_kind_of_output_is_refused(tmp_path):
-    _save_dataset(tmp_path / "data")
-    with pytest.raises(SaveError, match="does not hold a tabflow workflow"):
-        _save_workflow(tmp_path / "data")
-    _save_workflow(tmp_path / "wf")
-    with pytest.raises(SaveError, match="does not hold a tabflow dataset"):
-        _save_dataset(tmp_path / "wf")
-    assert (tmp_path / "data" / "_schema.json").exists() and (tmp_path / "wf" / "workflow.json").exists()
+def test_the_two_kinds_of_output_share_a_directory(tmp_path):
+    _save_dataset(tmp_path / "both")
+    _save_workflow(tmp_path / "both")
+    _save_dataset(tmp_path / "both")  # replaces the dataset's files only
+    assert sorted(nvt.Dataset(str(tmp_path / "both")).to_ddf().compute()["x"]) == list(range(10))
+    loaded = nvt.Workflow.load(str(tmp_path / "both"))
+    assert loaded.transform(pd.DataFrame({"x": [2.0]}))["x"].tolist() == pytest.approx([-0.218217890])
+    assert os.listdir(tmp_path) == ["both"]
 
 
 def test_overwrite_replaces_a_foreign_directory(writer, tmp_path):
@@ -111,13 +124,15 @@ def test_overwrite_replaces_a_foreign_directory(writer, tmp_path):
 
 @pytest.mark.parametrize("target", [".", ".."])
 def test_the_current_directory_and_its_parents_are_never_replaced(writer, tmp_path, monkeypatch, target):
-    save, _ = writer
+    save, marker = writer
     before = _project(tmp_path / "project")
     monkeypatch.chdir(tmp_path / "project" / "notes" if target == ".." else tmp_path / "project")
-    for overwrite in (False, True):
-        with pytest.raises(SaveError, match="current directory"):
-            save(target, overwrite=overwrite)
+    with pytest.raises(SaveError, match="current directory"):
+        save(target, overwrite=True)
     assert _contents(tmp_path / "project") == before
+    save(target)  # added beside its files: the directory itself stays
+    after = _contents(tmp_path / "project")
+    assert {k: after[k] for k in before} == before and (tmp_path / "project" / marker).is_file()
     assert os.listdir(tmp_path) == ["project"]
 
 
@@ -127,6 +142,12 @@ def test_replacement_without_an_atomic_exchange(writer, tmp_path, monkeypatch):
     save(tmp_path / "out")
     save(tmp_path / "out")
     assert (tmp_path / "out" / marker).is_file() and os.listdir(tmp_path) == ["out"]
+
+
+def _env():
+    """The environment of a writer subprocess: it imports this tabflow."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(nvt.__file__)))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
 
 
 def _dead_pid():
@@ -194,6 +215,273 @@ def test_a_killed_writer_leaves_the_previous_output_whole(tmp_path):
     process.wait()
     assert _contents(tmp_path / "out") == before  # the old dataset, complete
     assert any(name.startswith("out.tmp-") for name in os.listdir(tmp_path))
+    assert nvt.Dataset(str(tmp_path / "out")).num_rows == 10
     _save_dataset(tmp_path / "out")  # the next write cleans up after the killed one
     assert sorted(os.listdir(tmp_path)) == ["out", "writer.py"]
     assert nvt.Dataset(str(tmp_path / "out")).num_rows == 10
+
+
+# ------------------------------------------------ beside other files (inputs, notebooks)
+
+
+def _inputs(directory):
+    """Two input files with nulls, in the directory the output goes to (as NVTabular's tests
+    and notebooks have them)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    frames = [
+        pd.DataFrame({"x": [1.0, None, 3.0, 4.0], "c": ["a", None, "b", "a"]}),
+        pd.DataFrame({"x": [None, 6.0], "c": ["z", "b"]}),
+    ]
+    for k, frame in enumerate(frames):
+        frame.to_parquet(directory / f"input-{k}.parquet")
+    (directory / "notebook.ipynb").write_text("{}")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _workflow():
+    return nvt.Workflow((["c"] >> ops.Categorify()) + (["x"] >> ops.FillMissing(fill_val=0.0)))
+
+
+def test_transform_of_inputs_written_beside_them(tmp_path):
+    d = tmp_path / "work"
+    frame = _inputs(d)
+    before = _contents(d)
+    dataset = nvt.Dataset(str(d / "*.parquet"), part_size="1KB")
+    workflow = _workflow().fit(dataset)
+    assert dataset.npartitions >= 2
+    # An empty partition among the written ones: partition 1 keeps no rows.
+    transformed = workflow.transform(dataset).to_ddf()
+    transformed = transformed.map_partitions(lambda part, partition_info=None: part.iloc[:0] if partition_info and partition_info["number"] == 1 else part)
+    nvt.Dataset(transformed).to_parquet(str(d), output_files=3)
+    after = _contents(d)
+    assert {k: after[k] for k in before} == before
+    assert {str(k) for k in after if str(k).startswith("part_")} == {"part_0.parquet", "part_1.parquet", "part_2.parquet"}
+    read = nvt.Dataset(str(d)).to_ddf().compute().reset_index(drop=True)
+    reference = transformed.compute().reset_index(drop=True)
+    pd.testing.assert_frame_equal(read, reference, check_dtype=False)
+    # the user's glob still reads the user's files, with their own columns and dtypes
+    again = nvt.Dataset(str(d / "input-*.parquet")).to_ddf().compute().reset_index(drop=True)
+    pd.testing.assert_frame_equal(again[["x", "c"]], frame, check_dtype=False)
+    # against pandas: the rows written are the transform of the input's rows
+    full = workflow.transform(frame)
+    assert read["x"].notna().all() and set(read["x"]) <= set(frame["x"].fillna(0.0))
+    assert len(read) < len(full) and set(map(tuple, read.values.tolist())) <= set(map(tuple, full[read.columns].values.tolist()))
+
+
+def test_rewriting_beside_replaces_only_the_previous_output(tmp_path):
+    d = tmp_path / "work"
+    _inputs(d)
+    dataset = nvt.Dataset(str(d / "*.parquet"))
+    workflow = _workflow().fit(dataset)
+    workflow.transform(dataset).to_parquet(str(d), output_files=3)
+    neighbours = {k: v for k, v in _contents(d).items() if not str(k).startswith(("part_", "_", ".merlin", ".tabflow"))}
+    # the inputs of this write are in the same directory, read lazily while it writes
+    nvt.Dataset(str(d / "input-*.parquet")).to_parquet(str(d), output_files=1)
+    names = {str(k) for k in _contents(d)}
+    assert "part_1.parquet" not in names and "part_2.parquet" not in names  # the previous output's files went
+    assert {k: v for k, v in _contents(d).items() if k in neighbours} == neighbours
+    assert nvt.Dataset(str(d)).num_rows == 6
+    assert not [n for n in os.listdir(d) if n.startswith((".tabflow-tmp-", ".tabflow-publishing"))]
+
+
+def test_an_output_name_over_a_foreign_file_is_refused_before_any_work(writer, tmp_path):
+    d = tmp_path / "work"
+    _inputs(d)
+    (d / "part_0.parquet").write_bytes((d / "input-0.parquet").read_bytes())
+    before = _contents(d)
+    with pytest.raises(SaveError, match=r"work/part_0\.parquet exists and was not written by tabflow.*output_files="):
+        nvt.Dataset(str(d / "input-*.parquet")).to_parquet(str(d))
+    assert _contents(d) == before and sorted(os.listdir(tmp_path)) == ["work"]
+    assert not [n for n in os.listdir(d) if n.startswith(".tabflow")]
+    # the fix the message names: other file names
+    nvt.Dataset(str(d / "input-*.parquet")).to_parquet(str(d), output_files=["out_0.parquet", "out_1.parquet"])
+    assert nvt.Dataset(str(d)).num_rows == 6 and (d / "part_0.parquet").read_bytes() == before[__import__("pathlib").Path("part_0.parquet")]
+
+
+def test_an_output_from_before_manifests_keeps_its_neighbours(writer, tmp_path):
+    save, marker = writer
+    kind = "workflow" if marker == "workflow.json" else "dataset"
+    save(tmp_path / "out")
+    os.remove(tmp_path / "out" / atomic.MANIFESTS[kind])  # as tabflow wrote outputs before manifests
+    (tmp_path / "out" / "other.txt").write_text("x")
+    save(tmp_path / "out")
+    assert (tmp_path / "out" / "other.txt").read_text() == "x"
+    assert (tmp_path / "out" / marker).is_file() and atomic.owned_files(str(tmp_path / "out"), kind)
+    assert os.listdir(tmp_path) == ["out"]
+
+
+_BESIDE_WRITER = """
+import os, signal, sys
+import pandas as pd
+import tabflow as nvt
+from tabflow.io import atomic
+
+moves = []
+real_replace = os.replace
+
+def replace_then_die(source, target):
+    real_replace(source, target)
+    moves.append(target)
+    if len(moves) == int(sys.argv[2]):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+atomic.os.replace = replace_then_die
+nvt.Dataset(pd.DataFrame({"x": range(100, 130)}), npartitions=3).to_parquet(sys.argv[1], output_files=3)
+"""
+
+
+# os.replace calls: the manifest (in the temporary directory), the journal, then the moves.
+@pytest.mark.parametrize("moves_before_kill", [2, 4], ids=["journal only", "journal and two files"])
+def test_a_writer_killed_while_publishing_beside_leaves_one_complete_output(tmp_path, moves_before_kill):
+    d = tmp_path / "work"
+    _inputs(d)
+    nvt.Dataset(pd.DataFrame({"x": range(10)}), npartitions=2).to_parquet(str(d), output_files=2)
+    neighbours = {k: v for k, v in _contents(d).items() if str(k).startswith(("input-", "notebook"))}
+    script = tmp_path / "writer.py"
+    script.write_text(textwrap.dedent(_BESIDE_WRITER))
+    process = subprocess.run([sys.executable, str(script), str(d), str(moves_before_kill)], check=False, env=_env())
+    assert process.returncode == -signal.SIGKILL
+    assert any(n.startswith(".tabflow-publishing-") for n in os.listdir(d))  # killed after the journal
+    # the next read completes the publication: the new output, whole, and the neighbours
+    assert sorted(nvt.Dataset(str(d)).to_ddf().compute()["x"]) == list(range(100, 130))
+    assert {k: v for k, v in _contents(d).items() if k in neighbours} == neighbours
+    assert not [n for n in os.listdir(d) if n.startswith((".tabflow-tmp-", ".tabflow-publishing-"))]
+
+
+_SLOW_BESIDE_WRITER = _SLOW_WRITER.replace("to_parquet(sys.argv[1])", "to_parquet(sys.argv[1], output_files=2)")
+
+
+def test_a_writer_killed_while_writing_beside_leaves_the_previous_output(tmp_path):
+    d = tmp_path / "work"
+    _inputs(d)
+    nvt.Dataset(pd.DataFrame({"x": range(10)}), npartitions=2).to_parquet(str(d), output_files=2)
+    before = _contents(d)
+    script = tmp_path / "writer.py"
+    script.write_text(textwrap.dedent(_SLOW_BESIDE_WRITER))
+    process = subprocess.Popen([sys.executable, str(script), str(d)], stdout=subprocess.PIPE, text=True, env=_env())
+    assert process.stdout.readline().strip() == "writing"
+    deadline = time.monotonic() + 60
+    while not any(name.startswith(".tabflow-tmp-") for name in os.listdir(d)):
+        assert time.monotonic() < deadline, "the writer never started"
+        time.sleep(0.05)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    leftover = [n for n in os.listdir(d) if n.startswith(".tabflow-tmp-")]
+    assert leftover and {k: v for k, v in _contents(d).items() if not str(k).startswith(".tabflow-tmp-")} == before
+    assert sorted(nvt.Dataset(str(d)).to_ddf().compute()["x"]) == list(range(10))
+    assert not [n for n in os.listdir(d) if n.startswith(".tabflow-tmp-")]  # the read removed the dead writer's files
+    assert _contents(d) == before
+
+
+def test_categorify_out_path_and_a_saved_workflow_share_a_folder_of_other_files(tmp_path):
+    d = tmp_path / "work"
+    frame = _inputs(d)
+    (d / "categories").mkdir()
+    (d / "categories" / "mine.csv").write_text("kept")
+    neighbours = _contents(d)
+    dataset = nvt.Dataset(str(d / "*.parquet"), part_size="1KB")
+    workflow = nvt.Workflow(["c"] >> ops.Categorify(out_path=str(d))).fit(dataset)
+    expected = workflow.transform(frame)["c"].tolist()
+    # NVTabular's codes: null 1, then values by descending frequency (a: 2, b: 2, z: 1)
+    assert expected == [3, 1, 4, 3, 5, 4]
+    workflow.save(str(d))  # bundles the vocabulary files Categorify wrote there: no clash
+    workflow.save(str(d))
+    after = _contents(d)
+    assert {k: after[k] for k in neighbours} == neighbours
+    assert nvt.Workflow.load(str(d)).transform(frame)["c"].tolist() == expected
+    unique = pd.read_parquet(d / "categories" / "unique.c.parquet")
+    assert unique["c"].tolist() == ["a", "b", "z"] and unique.index.tolist() == [3, 4, 5]
+    assert os.listdir(tmp_path) == ["work"]
+
+
+@pytest.mark.parametrize("neighbour", ["empty directory", "link to a directory"])
+def test_an_empty_directory_or_a_link_beside_a_previous_output_is_kept(writer, tmp_path, neighbour):
+    save, marker = writer
+    save(tmp_path / "out")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "data.txt").write_text("kept")
+    if neighbour == "empty directory":
+        (tmp_path / "out" / "logs").mkdir()
+    else:
+        os.symlink(tmp_path / "elsewhere", tmp_path / "out" / "logs")
+    save(tmp_path / "out")
+    assert (tmp_path / "out" / "logs").is_dir() and (tmp_path / "out" / marker).is_file()
+    assert (tmp_path / "elsewhere" / "data.txt").read_text() == "kept"
+
+
+def test_a_directory_of_csv_inputs_reads_as_csv_after_a_parquet_output_beside_them(tmp_path):
+    d = tmp_path / "work"
+    d.mkdir()
+    frame = pd.DataFrame({"x": [1.0, None, 3.0], "c": ["a", "b", None]})
+    frame.iloc[:2].to_csv(d / "day-0.csv", index=False)
+    frame.iloc[2:].to_csv(d / "day-1.csv", index=False)
+    nvt.Dataset(str(d), engine="csv").to_parquet(str(d), output_files=2)
+    as_csv = nvt.Dataset(str(d), engine="csv").to_ddf().compute().reset_index(drop=True)
+    as_parquet = nvt.Dataset(str(d)).to_ddf().compute().reset_index(drop=True)
+    for read in (as_csv, as_parquet):
+        assert read["x"].isna().tolist() == [False, True, False] and read["c"].isna().tolist() == [False, False, True]
+        assert read["c"].dropna().tolist() == ["a", "b"]
+
+
+def test_a_publication_that_failed_midway_is_completed_by_the_next_read(tmp_path, monkeypatch):
+    d = tmp_path / "work"
+    _inputs(d)
+    nvt.Dataset(pd.DataFrame({"x": range(10)}), npartitions=2).to_parquet(str(d), output_files=2)
+    real_replace, calls = os.replace, []
+
+    def replace_then_fail(source, target):
+        calls.append(target)
+        if len(calls) == 4:  # the manifest, the journal, one file moved: then the disk is full
+            raise OSError(28, "No space left on device")
+        real_replace(source, target)
+
+    monkeypatch.setattr(atomic.os, "replace", replace_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        nvt.Dataset(pd.DataFrame({"x": range(50, 53)}), npartitions=1).to_parquet(str(d), output_files=1)
+    monkeypatch.setattr(atomic.os, "replace", real_replace)
+    assert sorted(nvt.Dataset(str(d)).to_ddf().compute()["x"]) == [50, 51, 52]
+    assert not (d / "part_1.parquet").exists()  # the previous output's extra file went
+    assert (d / "notebook.ipynb").read_text() == "{}"
+
+
+_BESIDE_SAVER = """
+import os, signal, sys
+import pandas as pd
+import tabflow as nvt
+from tabflow import ops
+from tabflow.io import atomic
+
+real_replace, real_roll_forward, moved = os.replace, atomic._roll_forward, []
+
+def replace_then_die(source, target):
+    real_replace(source, target)
+    moved.append(target)
+    if len(moved) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def roll_forward(*args):
+    os.replace = replace_then_die  # only the moves of the publication count
+    real_roll_forward(*args)
+
+atomic._roll_forward = roll_forward
+frame = pd.DataFrame({"x": [1.0, 2.0, 4.0], "c": ["a", None, "a"]})
+nvt.Workflow((["x"] >> ops.Normalize()) + (["c"] >> ops.Categorify())).fit(frame).save(sys.argv[1])
+"""
+
+
+def test_a_save_killed_while_moving_its_files_beside_others_is_completed_by_load(tmp_path):
+    d = tmp_path / "work"
+    _inputs(d)
+    _save_workflow(d)  # a previous workflow (x only) beside the inputs
+    neighbours = {k: v for k, v in _contents(d).items() if str(k).startswith(("input-", "notebook"))}
+    script = tmp_path / "saver.py"
+    script.write_text(textwrap.dedent(_BESIDE_SAVER))
+    process = subprocess.run([sys.executable, str(script), str(d)], check=False, env=_env())
+    assert process.returncode == -signal.SIGKILL
+    assert (d / ".tabflow-publishing-workflow.json").is_file()
+    loaded = nvt.Workflow.load(str(d))  # the new workflow, completed
+    out = loaded.transform(pd.DataFrame({"x": [2.0], "c": [None]}))
+    assert sorted(out.columns) == ["c", "x"] and out["c"].tolist() == [1]  # null -> 1, as NVTabular
+    assert {k: v for k, v in _contents(d).items() if k in neighbours} == neighbours
+    assert not [n for n in os.listdir(d) if n.startswith((".tabflow-tmp-", ".tabflow-publishing-"))]

@@ -200,7 +200,8 @@ def test_to_parquet_round_trip_with_schema_and_summary(store, frame):
     files = ds.to_parquet(store.at("out"), output_files=2, cats=["s"], labels=["x"], storage_options=store.storage_options)
     assert files == [store.at("out", "part_0.parquet"), store.at("out", "part_1.parquet")]
     assert store.listing("out") == [
-        ".merlin/schema.json", "_file_list.txt", "_metadata", "_metadata.json", "_schema.json", "part_0.parquet", "part_1.parquet",
+        ".merlin/schema.json", ".tabflow-dataset.json", "_file_list.txt", "_metadata", "_metadata.json", "_schema.json",
+        "part_0.parquet", "part_1.parquet",
     ]
     with store.fs.open(store.path("out", "_metadata"), "rb") as handle:
         assert pq.read_metadata(handle).num_rows == 120
@@ -219,12 +220,23 @@ def test_rewrite_replaces_a_previous_dataset_only(store, frame):
     options = store.storage_options
     nvt.Dataset(frame, npartitions=4).to_parquet(store.at("out"), storage_options=options)
     nvt.Dataset(frame.iloc[:10]).to_parquet(store.at("out"), storage_options=options)
-    assert store.listing("out") == [".merlin/schema.json", "_file_list.txt", "_metadata", "_metadata.json", "_schema.json", "part_0.parquet"]
+    assert store.listing("out") == [
+        ".merlin/schema.json", ".tabflow-dataset.json", "_file_list.txt", "_metadata", "_metadata.json", "_schema.json",
+        "part_0.parquet",
+    ]
     assert nvt.Dataset(store.at("out"), storage_options=options).compute()["a"].tolist() == list(range(10))
     store.fs.pipe(store.path("project", "notes.txt"), b"keep me")
-    with pytest.raises(SaveError, match="non-empty directory that does not hold a tabflow dataset"):
-        nvt.Dataset(frame).to_parquet(store.at("project"), storage_options=options)
-    assert store.listing("project") == ["notes.txt"]
+    store.fs.pipe(store.path("project", "part_1.parquet"), b"not tabflow's")
+    with pytest.raises(SaveError, match=r"project/part_1\.parquet exists and was not written by tabflow"):
+        nvt.Dataset(frame, npartitions=2).to_parquet(store.at("project"), output_files=2, storage_options=options)
+    assert store.listing("project") == ["notes.txt", "part_1.parquet"]
+    # beside other objects: added, and a rewrite replaces only its own files
+    nvt.Dataset(frame, npartitions=3).to_parquet(store.at("project"), output_files=["a.parquet", "b.parquet"], storage_options=options)
+    nvt.Dataset(frame.iloc[:10]).to_parquet(store.at("project"), output_files=["a.parquet"], storage_options=options)
+    listing = store.listing("project")
+    assert "notes.txt" in listing and "part_1.parquet" in listing and "a.parquet" in listing and "b.parquet" not in listing
+    assert store.fs.cat(store.path("project", "notes.txt")) == b"keep me"
+    assert nvt.Dataset(store.at("project"), storage_options=options).compute()["a"].tolist() == list(range(10))
     store.fs.pipe(store.path("afile"), b"x")
     with pytest.raises(SaveError, match="is a file"):
         nvt.Dataset(frame).to_parquet(store.at("afile"), storage_options=options)
@@ -276,7 +288,10 @@ def test_a_half_published_output_is_replaced_not_refused(store, frame):
     store.fs.pipe(store.path("out", "part_0.parquet"), b"half")
     store.fs.pipe(store.path("out", ".tabflow-publishing"), b"some-host\n1\n")
     nvt.Dataset(frame).to_parquet(store.at("out"), storage_options=store.storage_options)
-    assert store.listing("out") == [".merlin/schema.json", "_file_list.txt", "_metadata", "_metadata.json", "_schema.json", "part_0.parquet"]
+    assert store.listing("out") == [
+        ".merlin/schema.json", ".tabflow-dataset.json", "_file_list.txt", "_metadata", "_metadata.json", "_schema.json",
+        "part_0.parquet",
+    ]
     assert nvt.Dataset(store.at("out"), storage_options=store.storage_options).num_rows == 120
 
 

@@ -20,11 +20,13 @@ import os
 import re
 from typing import Any, Callable, Mapping, Sequence
 
+from tabflow.io.atomic import owned_files
 from tabflow.io.fs import basename, filesystem, is_remote, local_path, remote_url
 from tabflow.io.readers._schema_files import NOT_DATA, schema_next_to
 from tabflow.io.readers._shared import DatasetReadError
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.io.readers.frame import read_frame
+from tabflow.io.remote_atomic import owned_files as remote_owned_files
 
 __all__ = ["Format", "register", "format_for", "guess_format", "expand_paths", "open_source", "read_files"]
 
@@ -134,7 +136,9 @@ def expand_paths(source: str | Sequence[str], engine: str, storage_options: Mapp
     """Files named by a path, a glob, a directory, or a list of those, in natural order.
 
     A directory lists the files of ``engine``'s format (by suffix), skipping hidden and
-    ``_``-prefixed files and schema files (``schema.json``, ``schema.pbtxt``). URLs
+    ``_``-prefixed files and schema files (``schema.json``, ``schema.pbtxt``); a directory
+    tabflow wrote a dataset into lists that dataset's files (its manifest,
+    :func:`tabflow.io.atomic.owned_files`), not the other files beside them. URLs
     (``s3://bucket/dir``, ``memory://...``) are listed through fsspec with
     ``storage_options`` and stay URLs; ``file://`` URLs become local paths.
     """
@@ -146,12 +150,16 @@ def expand_paths(source: str | Sequence[str], engine: str, storage_options: Mapp
         if is_remote(item):
             files.extend(_expand_remote(item, engine, registered, storage_options))
         elif os.path.isdir(item):
-            found = [
-                os.path.join(item, name)
-                for name in os.listdir(item)
-                if _listed(name, registered) and os.path.isfile(os.path.join(item, name))
-            ]
-            found = found or _hive_files_local(item, registered)
+            written = owned_files(item, "dataset") or []
+            found = [os.path.join(item, *name.split("/")) for name in _dataset_files(written, registered)]
+            if not found:
+                own = {os.path.join(item, *name.split("/")) for name in written}
+                found = [
+                    os.path.join(item, name)
+                    for name in os.listdir(item)
+                    if _listed(name, registered) and os.path.isfile(os.path.join(item, name))
+                ]
+                found = [f for f in found or _hive_files_local(item, registered) if f not in own]
             if not found:
                 raise DatasetReadError(f"directory {item!r} holds no {engine} files")
             files.extend(sorted(found, key=_natural_key))
@@ -165,6 +173,19 @@ def expand_paths(source: str | Sequence[str], engine: str, storage_options: Mapp
         else:
             raise DatasetReadError(f"file {item!r} does not exist")
     return files
+
+
+def _dataset_files(written: Sequence[str], registered: Format | None) -> list[str]:
+    """Of the files of a dataset tabflow wrote into a directory (its manifest), the ones a
+    listing for ``registered`` reads: its files, not whatever else the directory holds; a
+    format that claims no suffix of them (CSV beside a parquet output) lists the directory
+    as ever, without them."""
+    return [
+        name
+        for name in written
+        if _listed(name.rpartition("/")[2], registered)
+        and (registered is None or (bool(registered.suffixes) and name.endswith(registered.suffixes)))
+    ]
 
 
 def _is_hive_segment(name: str) -> bool:
@@ -199,9 +220,17 @@ def _expand_remote(url: str, engine: str, registered: Format | None, storage_opt
                 raise DatasetReadError(f"no file matches {url!r}")
             return [remote_url(fs, p) for p in found]
         if fs.isdir(root):
+            written = remote_owned_files(fs, root, "dataset") or []
+            own = [f"{root.rstrip('/')}/{name}" for name in _dataset_files(written, registered)]
+            if own:
+                return [remote_url(fs, p) for p in own]
             entries = fs.ls(root, detail=True)
+            others = {f"{root.rstrip('/')}/{name}" for name in written}
             found = sorted(
-                (e["name"] for e in entries if e.get("type") == "file" and _listed(basename(e["name"]), registered)),
+                (
+                    e["name"] for e in entries
+                    if e.get("type") == "file" and _listed(basename(e["name"]), registered) and e["name"] not in others
+                ),
                 key=_natural_key,
             )
             if not found and any(e.get("type") == "directory" and _is_hive_segment(basename(e["name"])) for e in entries):

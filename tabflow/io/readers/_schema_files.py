@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
+from tabflow.io.atomic import owned_files
 from tabflow.io.fs import filesystem, is_remote, join, parent
 from tabflow.io.tf_metadata import (
     MERLIN_METADATA_DIR_NAME,
@@ -56,6 +57,13 @@ def schema_next_to(paths: Sequence[str], storage_options: Mapping[str, Any] | No
         candidates.append(join(base, MERLIN_METADATA_DIR_NAME, "schema.json"))
     for base in (directory, upper) if upper and upper != directory else (directory,):
         candidates.append(join(base, "schema.pbtxt"))
+    if not is_remote(directory):
+        written = owned_files(directory, "dataset")
+        if written is not None and not {os.path.relpath(p, directory).replace(os.sep, "/") for p in paths} <= set(written):
+            # Files beside a dataset tabflow wrote (e.g. chosen by a glob): its schema describes
+            # its own files, not these.
+            own = {os.path.join(directory, *name.split("/")) for name in written}
+            candidates = [c for c in candidates if c not in own]
     for candidate in candidates:
         text = _read_if_present(candidate, storage_options)
         if text is not None:

@@ -125,7 +125,7 @@ class Workflow:
 
     @property
     def ops(self) -> list[Operator]:
-        return [node.op for node in self.nodes if node.op is not None]
+        return [node.op for node in self.nodes if node.step.op is not None]
 
     @property
     def input_dtypes(self) -> dict[str, str]:

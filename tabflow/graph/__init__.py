@@ -6,6 +6,7 @@ pure schema pass and the executor.
 - :mod:`~tabflow.graph.operator`: :class:`Operator` and :class:`StatOperator`, the base
   classes of ops, whose schema hooks the graph calls (merlin's ``merlin.dag.Operator``);
 - :mod:`~tabflow.graph.steps`: select, apply an op, concatenate, drop;
+- :mod:`~tabflow.graph.structural`: merlin's ops of the structural steps (``ConcatColumns``, ...);
 - :mod:`~tabflow.graph.schemas`: every node's schema from the data's, as a pure function;
 - :mod:`~tabflow.graph.executor`: one function per partition, for dask and in-memory frames;
 - :mod:`~tabflow.graph.graph`: :class:`Graph`, a whole graph (leaves, schemas, subgraphs);
@@ -31,6 +32,7 @@ from tabflow.graph.node import Node, Subgraph, as_node, register_function_op
 from tabflow.graph.operator import BaseOperator, DataFormats, Operator, Supports
 from tabflow.graph.selector import ColumnGroup, ColumnSelector
 from tabflow.graph.steps import Apply, Concat, Drop, Nested, NodeSchema, Select, Step
+from tabflow.graph.structural import ConcatColumns, SelectionOp, StructuralOp, SubsetColumns, SubtractionOp
 
 __all__ = [
     "ColumnSelector",
@@ -55,4 +57,9 @@ __all__ = [
     "Drop",
     "Nested",
     "DuplicateColumnWarning",
+    "StructuralOp",
+    "SelectionOp",
+    "ConcatColumns",
+    "SubsetColumns",
+    "SubtractionOp",
 ]

@@ -56,7 +56,7 @@ def data_columns(nodes: Any) -> set[str]:
         upstream = [*node.parents, *node.dependencies]
         if not upstream:
             names.update(node.output_schema.column_names)
-        elif node.op is not None:
+        elif node.step.op is not None:
             brought = {name for up in upstream for name in up.output_schema.column_names}
             names.update(name for name in node.input_schema.column_names if name not in brought)
     return names
@@ -94,11 +94,11 @@ def dictionary_string_inputs(nodes: Sequence[Any]) -> list[str]:
             if node is nodes[-1]:
                 refused.update(node.output_schema.column_names)
             continue
-        accepted = set(node.op.dictionary_string_columns(node.input_selector)) if node.op is not None else set()
+        accepted = set(node.op.dictionary_string_columns(node.input_selector)) if node.step.op is not None else set()
         for up in upstream:
             if not up.parents and not up.dependencies:
                 refused.update(name for name in up.output_schema.column_names if name not in accepted)
-        if node.op is not None:
+        if node.step.op is not None:
             brought = {name for up in upstream for name in up.output_schema.column_names}
             refused.update(name for name in node.input_schema.column_names if name not in brought)
     return [name for name in candidates if name not in refused]
@@ -119,8 +119,11 @@ def remove_inputs(output_node: Any, names: Any) -> list[str]:
         if node.output_schema is None:
             raise ValueError("remove_inputs needs a resolved graph: fit the workflow (or call fit_schema) first")
         if not node.parents and not node.dependencies:
-            lost = gone_inputs & set(node.output_schema.column_names)
-            lost_outputs = set(lost)
+            # A selection's input and output are the same columns, but a node built by
+            # hand may record others: it reads its input schema.
+            read = node.input_schema if node.input_schema is not None else node.output_schema
+            lost = gone_inputs & set(read.column_names)
+            lost_outputs = lost & set(node.output_schema.column_names)
         else:
             upstream = set().union(*(removed[n.id] for n in [*node.parents, *node.dependencies]))
             lost = upstream & set(node.input_schema.column_names)
@@ -139,7 +142,7 @@ def _lost_outputs(node: Any, lost: set[str]) -> set[str]:
     if not lost:
         return set()
     outputs = node.output_schema.column_names
-    if node.op is None:  # structural steps pass columns through by name
+    if node.step.op is None:  # structural steps pass columns through by name
         return lost & set(outputs)
     mapping = node.op.column_mapping(node.input_selector)
     derived = {name for name, sources in mapping.items() if lost & set(sources)}
@@ -148,7 +151,7 @@ def _lost_outputs(node: Any, lost: set[str]) -> set[str]:
 
 def filter_selector(selector: Any, names: set[str]) -> Any:
     """``selector`` without ``names``; a column group holding any of them goes whole."""
-    if not names:
+    if not names or selector is None:  # a node built by hand may have no recorded selector
         return selector
     kept_groups = [group for group in selector.subgroups if not names & set(group.names)]
     return ColumnSelector([n for n in selector.top_level_names if n not in names], subgroups=kept_groups, tags=selector.tags)

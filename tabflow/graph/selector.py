@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Iterable
 
+from tabflow.exceptions import MissingColumnError
 from tabflow.schema import Schema, Tags
 from tabflow.schema.tags import to_tag
 
@@ -125,7 +126,7 @@ class ColumnSelector:
             return ColumnSelector(schema.column_names)
         missing = [n for n in self.names if n not in schema]
         if missing:
-            raise KeyError(
+            raise MissingColumnError(
                 f"column(s) {missing} not found in the input; available columns are "
                 f"{schema.column_names}. Check the spelling or add the column to the dataset."
             )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
 
 from tabflow.backends import backend_for
+from tabflow.exceptions import MissingColumnError
 from tabflow.graph.columns import (
     cast_to_schema,
     combine_selectors,
@@ -30,6 +31,7 @@ from tabflow.graph.columns import (
 )
 from tabflow.graph.executor import conform, evaluate
 from tabflow.graph.selector import ColumnSelector
+from tabflow.graph.structural import ConcatColumns, SelectionOp, StructuralOp, SubsetColumns, SubtractionOp
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
 
@@ -77,6 +79,10 @@ class Step:
         """The node's output frame from its parents' and dependencies' frames (and the input)."""
         raise NotImplementedError
 
+    def structural_op(self) -> StructuralOp | None:
+        """merlin's op for a node that runs no op of its own (``node.op`` of it)."""
+        return None
+
     @property
     def label(self) -> str:
         return self.kind
@@ -99,6 +105,9 @@ class Select(Step):
         # Always a new frame: an op that assigns to its input in place must not change the
         # caller's frame (with copy-on-write the columns themselves are not copied).
         return source[node.output_schema.column_names]
+
+    def structural_op(self) -> SelectionOp:
+        return SelectionOp(self.selector)
 
     @property
     def label(self) -> str:
@@ -204,6 +213,9 @@ class Concat(Step):
     def run(self, node, parents, dependencies, source):
         return concat_unique(list(parents), node.output_schema.column_names)
 
+    def structural_op(self) -> ConcatColumns:
+        return ConcatColumns()
+
     @property
     def label(self) -> str:
         return "+"
@@ -242,7 +254,7 @@ class Subset(Step):
         parent = schemas[node.parents[0].id]
         missing = [name for name in self.selector.names if name not in parent.output_schema]
         if missing:
-            raise KeyError(
+            raise MissingColumnError(
                 f"node[{self.selector.grouped_names}]: column(s) {missing} are not among the node's output "
                 f"columns {parent.output_schema.column_names}"
             )
@@ -255,6 +267,9 @@ class Subset(Step):
         names = node.output_schema.column_names
         frame = parents[0]
         return frame if list(frame.columns) == names else frame[names]
+
+    def structural_op(self) -> SubsetColumns:
+        return SubsetColumns()
 
     @property
     def label(self) -> str:
@@ -285,6 +300,9 @@ class Drop(Step):
         names = node.output_schema.column_names
         frame = parents[0]
         return frame if list(frame.columns) == names else frame[names]
+
+    def structural_op(self) -> SubtractionOp:
+        return SubtractionOp(self.dropped)
 
     @property
     def label(self) -> str:

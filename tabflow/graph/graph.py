@@ -25,6 +25,7 @@ from tabflow.graph.schemas import (
     assign_schemas,
     compute_schemas,
     data_columns,
+    observe_schemas,
     remove_inputs,
 )
 from tabflow.graph.steps import Nested
@@ -128,9 +129,14 @@ class Graph:
             }
         return sources[self.output_node.id]
 
-    def construct_schema(self, root_schema: Schema) -> "Graph":
-        """Resolve every node's schemas from the data's schema ``root_schema``."""
-        assign_schemas(self.nodes, compute_schemas(self.output_node, root_schema))
+    def construct_schema(self, root_schema: Schema, sample: Any = None) -> "Graph":
+        """Resolve every node's schemas from the data's schema ``root_schema``; with
+        ``sample`` (a few real rows of the data), the output dtypes of ops that learn them
+        from the data are seen on it (:func:`~tabflow.graph.schemas.observe_schemas`)."""
+        if sample is not None:
+            observe_schemas(self.output_node, root_schema, sample)
+        else:
+            assign_schemas(self.nodes, compute_schemas(self.output_node, root_schema))
         return self
 
     def remove_inputs(self, names: Iterable[str]) -> "Graph":

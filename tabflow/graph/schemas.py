@@ -18,23 +18,83 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from tabflow.backends import backend_for
+from tabflow.graph.columns import input_frame, observes_dtypes
+from tabflow.graph.executor import conform, evaluate
 from tabflow.graph.selector import ColumnSelector
 from tabflow.graph.steps import Nested, NodeSchema
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_string
 
 __all__ = [
-    "compute_schemas", "assign_schemas", "data_columns", "dictionary_string_inputs", "remove_inputs", "filter_selector",
+    "compute_schemas", "observe_schemas", "assign_schemas", "data_columns", "dictionary_string_inputs", "remove_inputs", "filter_selector",
 ]
 
 
-def compute_schemas(output_node: Any, source: Schema) -> dict[int, NodeSchema]:
-    """``{node id: NodeSchema}`` for the graph ending at ``output_node``."""
+def compute_schemas(
+    output_node: Any, source: Schema, observed: Mapping[int, Mapping[str, str]] | None = None
+) -> dict[int, NodeSchema]:
+    """``{node id: NodeSchema}`` for the graph ending at ``output_node``.
+
+    ``observed`` gives, by node id, output dtypes seen on the data (see
+    :func:`observe_schemas`): they replace what those nodes' ops plan, and the nodes downstream
+    are resolved from them.
+    """
     schemas: dict[int, NodeSchema] = {}
     for node in [*output_node.ancestors(), output_node]:
-        schemas[node.id] = node.step.resolve(node, schemas, source)
+        resolved = node.step.resolve(node, schemas, source)
+        seen = (observed or {}).get(node.id)
+        if seen:
+            output = Schema(
+                [column.with_dtype(seen[column.name]) if column.name in seen else column for column in resolved.output_schema]
+            )
+            resolved = replace(resolved, output_schema=output)
+        schemas[node.id] = resolved
+    return schemas
+
+
+def observe_schemas(output_node: Any, source: Schema, sample: Any) -> dict[int, NodeSchema]:
+    """:func:`compute_schemas`, with the output dtypes of ops that learn them from the data
+    (:func:`~tabflow.graph.columns.observes_dtypes`: a ``LambdaOp`` without ``dtype``, a user
+    op that declares none) seen by running them on ``sample``, a few real rows of the data.
+
+    An op is run once every op upstream of it (and itself) is fitted, on what the graph
+    makes of the sample up to it; ops further down are resolved from the dtypes seen. One
+    whose inputs are not fitted yet keeps its planned schema until a later call (the
+    workflow calls this again after each fit pass). Records the schemas on the nodes, as
+    :func:`assign_schemas` does.
+    """
+    nodes = [*output_node.ancestors(), output_node]
+    observing = [node for node in nodes if node.step.op is not None and observes_dtypes(node.step.op)]
+    observed: dict[int, dict[str, str]] = {}
+    schemas = compute_schemas(output_node, source)
+    frame = None
+    for node in observing:
+        if not all(getattr(n.step.op, "fitted", True) for n in [*node.ancestors(), node]):
+            continue
+        assign_schemas(nodes, schemas)
+        if frame is None:
+            frame = conform(sample[[n for n in source.column_names if n in sample.columns]], source)
+        cache: dict[int, Any] = {}
+        upstream = [evaluate(n, frame, cache) for n in [*node.parents, *node.dependencies]]
+        op = node.step.op
+        try:
+            # The op itself, not its step: the step casts a user op's output to the planned dtypes.
+            out = op.transform(node.input_selector, input_frame(upstream, node.input_schema.column_names, frame))
+        except Exception as err:
+            err.add_note(
+                f"(while {type(op).__name__} on column(s) {node.input_selector.names} ran on the first rows of the "
+                "data to learn its output dtypes; give it its dtypes to skip this, e.g. LambdaOp(f, dtype=...))"
+            )
+            raise
+        backend = backend_for(out)
+        out = backend.with_list_columns(out)
+        observed[node.id] = {name: backend.observed_dtype(out[name]) for name in out.columns}
+        schemas = compute_schemas(output_node, source, observed)
+    assign_schemas(nodes, schemas)
     return schemas
 
 

@@ -26,14 +26,14 @@ from tabflow.graph.columns import (
     concat_unique,
     declares_dtypes,
     input_frame,
-    observed_dtypes,
+    observes_dtypes,
     union,
 )
 from tabflow.graph.executor import conform, evaluate
 from tabflow.graph.selector import ColumnSelector
 from tabflow.graph.structural import ConcatColumns, SelectionOp, StructuralOp, SubsetColumns, SubtractionOp
 from tabflow.schema import Schema
-from tabflow.schema.dtypes import is_unknown
+from tabflow.schema.dtypes import UNKNOWN, is_unknown
 
 __all__ = ["NodeSchema", "Step", "Select", "Apply", "Concat", "Group", "Subset", "Drop", "Nested"]
 
@@ -155,7 +155,11 @@ class Apply(Step):
                 op.validate_input(input_schema, selector)
         except (TypeError, ValueError, KeyError) as err:
             raise type(err)(f"{type(op).__name__} on columns {selector.names}: {err}") from None
-        output = observed_dtypes(op, selector, input_schema, op.compute_output_schema(input_schema, selector, None))
+        output = op.compute_output_schema(input_schema, selector, None)
+        if observes_dtypes(op):
+            # Known once the op has run on the data (tabflow.graph.schemas.observe_schemas);
+            # ops downstream check their inputs then.
+            output = Schema([column.with_dtype(UNKNOWN) for column in output])
         op.validate_schemas(parents_schema, deps_schema, input_schema, output, False)
         origins = {name: ("op", node.id, type(op).__name__) for name in output.column_names}
         return NodeSchema(selector, input_schema, output, origins)

@@ -36,6 +36,7 @@ from tabflow.backends import backend_for, get_backend
 from tabflow.dataset import Dataset
 from tabflow.graph.columns import DuplicateColumnWarning, observes_dtypes
 from tabflow.graph.executor import GraphRunner, fit_partials, map_graph, map_node_inputs
+from tabflow.graph.executors import register_graph_fitter
 from tabflow.graph.graph import Graph
 from tabflow.graph.node import Node
 from tabflow.graph.schemas import data_columns, dictionary_string_inputs
@@ -588,3 +589,14 @@ def _columns_text(names: list[str], shown: int = 4) -> str:
     if len(names) <= shown:
         return ", ".join(names)
     return ", ".join(names[:shown]) + f", ... ({len(names)} columns)"
+
+
+@register_graph_fitter
+def _fit_graph(output_node: Node, dataset: Any, client: Any, refit: bool) -> None:
+    """merlin's ``DaskExecutor.fit``: the workflow's fit passes over the graph ending at
+    ``output_node`` (its nodes and ops are fitted in place)."""
+    workflow = Workflow(output_node, client=client)
+    if not refit and all(_is_fitted(n) for n in workflow.nodes):
+        workflow.fit_schema((dataset if isinstance(dataset, Dataset) else Dataset(dataset)).schema)
+        return
+    workflow.fit(dataset)

@@ -9,6 +9,7 @@ pure schema pass and the executor.
 - :mod:`~tabflow.graph.structural`: merlin's ops of the structural steps (``ConcatColumns``, ...);
 - :mod:`~tabflow.graph.schemas`: every node's schema from the data's, as a pure function;
 - :mod:`~tabflow.graph.executor`: one function per partition, for dask and in-memory frames;
+- :mod:`~tabflow.graph.executors`: merlin's ``LocalExecutor`` and ``DaskExecutor`` on it;
 - :mod:`~tabflow.graph.graph`: :class:`Graph`, a whole graph (leaves, schemas, subgraphs);
 - :mod:`~tabflow.graph.picture`: drawings of the graph (``node.graph``).
 
@@ -22,6 +23,7 @@ Examples
 from __future__ import annotations
 
 from tabflow.graph.columns import DuplicateColumnWarning
+from tabflow.graph.executors import DaskExecutor, LocalExecutor
 from tabflow.graph.graph import (
     Graph,
     iter_nodes,
@@ -62,4 +64,6 @@ __all__ = [
     "ConcatColumns",
     "SubsetColumns",
     "SubtractionOp",
+    "LocalExecutor",
+    "DaskExecutor",
 ]

@@ -151,7 +151,9 @@ class Apply(Step):
         try:
             # A schema written by hand may leave dtypes "unknown": those columns are checked
             # when the workflow is fitted, on the dtypes the data has.
-            if not any(is_unknown(input_schema[n].dtype) for n in selector.names if n in input_schema):
+            # So are the outputs of ops that learn their dtypes from the data (LambdaOp),
+            # once they have seen it.
+            if not any(is_unknown(column.dtype) for column in input_schema):
                 op.validate_input(input_schema, selector)
         except (TypeError, ValueError, KeyError) as err:
             raise type(err)(f"{type(op).__name__} on columns {selector.names}: {err}") from None

@@ -180,3 +180,17 @@ def test_declared_dtype_skips_the_observation():
     workflow = nvt.Workflow(["x"] >> ops.LambdaOp(f, dtype="float32")).fit(nvt.Dataset(frame, npartitions=2))
     assert calls == [] and workflow.output_schema["x"].dtype == "float32"
     assert workflow.transform(frame)["x"].dtype == np.float32
+
+
+def test_target_of_a_learned_dtype_is_checked_once_seen():
+    """NVTabular's TargetEncoding on a LambdaOp target: the target's dtype is known only from
+    the data, and the op checks it once seen."""
+    frame = pd.DataFrame({"post": [1, 2, 3, 4, 5, 1], "author": ["a", "a", "b", "b", None, "a"]})
+    label = nvt.ColumnSelector(["post"]) >> ops.LambdaOp(lambda col: (col > 3).astype("int8"))
+    workflow = nvt.Workflow(["author"] >> ops.TargetEncoding(label, kfold=1, p_smooth=0))
+    out = workflow.fit_transform(frame)
+    means = (frame["post"] > 3).groupby(frame["author"]).mean()
+    assert out["TE_author_post"].tolist()[:4] == pytest.approx([means["a"], means["a"], means["b"], means["b"]])
+    text = nvt.ColumnSelector(["author"]) >> ops.LambdaOp(lambda col: col.str.upper())
+    with pytest.raises(TypeError, match="numeric or boolean, got dtype string"):
+        nvt.Workflow(["post"] >> ops.TargetEncoding(text, kfold=1)).fit(frame)

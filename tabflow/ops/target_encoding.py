@@ -80,7 +80,8 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     out_dtype : str or numpy dtype, default float32
     name_sep : str, default "_"
     drop_folds : bool, default True
-        False adds a ``__fold__`` column: the row's fold for training data, -1 elsewhere.
+        False adds a ``__fold__`` column when ``kfold > 1`` (as NVTabular): the row's fold for
+        training data, -1 elsewhere.
 
     Attributes
     ----------
@@ -147,6 +148,11 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     @property
     def _kfold(self) -> int:
         return DEFAULT_KFOLD if self.kfold is None else self.kfold
+
+    @property
+    def _keeps_folds(self) -> bool:
+        # Without folds (kfold=1) there is no fold column to keep, as in NVTabular.
+        return not self.drop_folds and self._kfold > 1
 
     @property
     def _dtype(self) -> str:
@@ -271,19 +277,19 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             joined = backend.merge_keep_order(left, table, on, on, how="left")
             for t in self._targets(col_selector, list(df.columns)):
                 out[names[(keys, t)]] = backend.astype(joined[t].fillna(self.means_[t]), dtype)
-        if not self.drop_folds:
+        if self._keeps_folds:
             out[FOLD] = backend.series(folds if folds is not None else np.full(len(df), -1, np.int64), index=df.index)
         return backend.frame_from_dict(out, index=df.index)
 
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         mapping = {name: [*keys, t] for (keys, t), name in self._names(col_selector).items()}
-        if not self.drop_folds:
+        if self._keeps_folds:
             mapping[FOLD] = list(col_selector.names)
         return mapping
 
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
         names = self._names(col_selector, input_schema.column_names)
         columns = [ColumnSchema(name, dtype=self._dtype, tags={Tags.CONTINUOUS}) for name in names.values()]
-        if not self.drop_folds:
+        if self._keeps_folds:
             columns.append(ColumnSchema(FOLD, dtype="int64"))
         return Schema(columns)

@@ -161,3 +161,14 @@ def test_full_nvtabular_signature_in_order(train, tmp_path):
     out = nvt.Workflow(["cat"] >> op).fit_transform(train)
     assert_frame_equal(out, nvt.Workflow(["cat"] >> ops.TargetEncoding("click")).fit_transform(train))
     assert list(tmp_path.iterdir()) == []  # statistics stay with the workflow
+
+
+def test_fold_column_only_with_folds_as_nvtabular(train):
+    """NVTabular keeps ``__fold__`` (drop_folds=False) only when there are folds (kfold > 1)."""
+    one = nvt.Workflow(["cat"] >> ops.TargetEncoding("click", kfold=1, drop_folds=False))
+    out = one.fit_transform(train)
+    assert "__fold__" not in out.columns and "__fold__" not in one.output_schema.column_names
+    two = nvt.Workflow(["cat"] >> ops.TargetEncoding("click", kfold=2, drop_folds=False))
+    out = two.fit_transform(nvt.Dataset(train, npartitions=2)).compute()
+    assert two.output_schema.column_names == ["TE_cat_click", "__fold__"]
+    assert set(out["__fold__"]) == {0, 1} and str(out["__fold__"].dtype) == two.output_schema["__fold__"].dtype

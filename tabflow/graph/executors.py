@@ -220,7 +220,7 @@ class DaskExecutor:
         nodes = _nodes(graph, "DaskExecutor")
         _check_ready(nodes, "DaskExecutor")
         if capture_dtypes:
-            LocalExecutor().transform(ddf.partitions[0].compute(), nodes, capture_dtypes=True, strict=strict)
+            LocalExecutor().transform(_first_rows(ddf), nodes, capture_dtypes=True, strict=strict)
         names = _output_names(nodes, None)
         dtypes = {name: t for node in nodes for name, t in node.output_schema.dtypes.items()}
         extra = [c for c in (additional_columns or []) if c not in dtypes]
@@ -248,6 +248,16 @@ class DaskExecutor:
             raise RuntimeError("tabflow.workflow has not been imported: import tabflow first")
         node = graph.output_node if isinstance(graph, Graph) else graph
         _GRAPH_FITTER[0](node, dataset, self.client, refit)
+
+
+def _first_rows(ddf: Any, n: int = 256) -> Any:
+    """The first rows of the first non-empty partition (the last, empty, one if none)."""
+    part = None
+    for i in range(ddf.npartitions):
+        part = ddf.partitions[i].head(n, npartitions=1)
+        if len(part):
+            break
+    return part
 
 
 class _PartitionExecutor:

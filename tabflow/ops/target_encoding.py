@@ -158,6 +158,11 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     def _dtype(self) -> str:
         return dtype_name(self.out_dtype) if self.out_dtype is not None else "float32"
 
+    @property
+    def output_dtype(self) -> str:
+        """The dtype of the encoded columns (``out_dtype``, float32 by default), as NVTabular's."""
+        return self._dtype
+
     def _targets(self, col_selector: ColumnSelector | None = None, columns: Sequence[str] = ()) -> list[str]:
         """The target columns; ``columns`` are those the op receives (keys plus targets).
 
@@ -281,6 +286,14 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             out[FOLD] = backend.series(folds if folds is not None else np.full(len(df), -1, np.int64), index=df.index)
         return backend.frame_from_dict(out, index=df.index)
 
+    @staticmethod
+    def _carried_tags(input_schema: Schema, target: str) -> list[Any]:
+        """The target's own tags, which NVTabular gives its encodings; tabflow's standard tags
+        stay behind (an encoding is no target, category or id)."""
+        if target not in input_schema:
+            return []
+        return [tag for tag in input_schema[target].tags if not isinstance(tag, Tags)]
+
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         mapping = {name: [*keys, t] for (keys, t), name in self._names(col_selector).items()}
         if self._keeps_folds:
@@ -289,7 +302,10 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
 
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
         names = self._names(col_selector, input_schema.column_names)
-        columns = [ColumnSchema(name, dtype=self._dtype, tags={Tags.CONTINUOUS}) for name in names.values()]
+        columns = [
+            ColumnSchema(name, dtype=self._dtype, tags={*self._carried_tags(input_schema, target), Tags.CONTINUOUS})
+            for (_, target), name in names.items()
+        ]
         if self._keeps_folds:
             columns.append(ColumnSchema(FOLD, dtype="int64"))
         return Schema(columns)

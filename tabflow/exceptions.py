@@ -9,7 +9,7 @@ True
 
 from __future__ import annotations
 
-__all__ = ["SaveError", "LoadError", "UntrustedCodeError"]
+__all__ = ["SaveError", "LoadError", "UntrustedCodeError", "MissingColumnError"]
 
 
 class SaveError(ValueError):
@@ -23,3 +23,22 @@ class LoadError(ValueError):
 
 class UntrustedCodeError(RuntimeError):
     """Code saved with a workflow was asked to run, but the workflow was loaded untrusted."""
+
+
+class MissingColumnError(KeyError, ValueError):
+    """A column the graph, an op or a request reads is not in the data or the schema.
+
+    merlin raises ``ValueError`` where a node's input lacks a column and tabflow used to raise
+    ``KeyError``; being both keeps the scripts that catch either one working.
+
+    Examples
+    --------
+    >>> from tabflow.exceptions import MissingColumnError
+    >>> err = MissingColumnError("column 'x' is missing")
+    >>> isinstance(err, KeyError), isinstance(err, ValueError), str(err)
+    (True, True, "column 'x' is missing")
+    """
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument as a dictionary key; this one is a sentence.
+        return str(self.args[0]) if self.args else ""

@@ -34,8 +34,9 @@ import dask
 
 from tabflow.backends import backend_for, get_backend
 from tabflow.dataset import Dataset
-from tabflow.graph.columns import DuplicateColumnWarning
+from tabflow.graph.columns import DuplicateColumnWarning, observes_dtypes
 from tabflow.graph.executor import GraphRunner, fit_partials, map_graph, map_node_inputs
+from tabflow.graph.executors import register_graph_fitter
 from tabflow.graph.graph import Graph
 from tabflow.graph.node import Node
 from tabflow.graph.schemas import data_columns, dictionary_string_inputs
@@ -60,6 +61,8 @@ WorkflowNode = Node
 logger = logging.getLogger(__name__)
 
 _COMBINE_SPLIT_EVERY = 8
+#: Rows of the data that ops learning their output dtypes from it (LambdaOp) are run on.
+_SAMPLE_ROWS = 256
 
 #: ``Workflow.transform`` sends pandas frames of at most this many rows (and dicts) through
 #: the serving plan (:meth:`Workflow.compile_serving`); larger ones through the batch path.
@@ -125,7 +128,7 @@ class Workflow:
 
     @property
     def ops(self) -> list[Operator]:
-        return [node.op for node in self.nodes if node.op is not None]
+        return [node.op for node in self.nodes if node.step.op is not None]
 
     @property
     def input_dtypes(self) -> dict[str, str]:
@@ -147,9 +150,15 @@ class Workflow:
         """``{column: dtype}`` of the columns the workflow produces (empty before fitting)."""
         return self.output_schema.dtypes if self.output_schema is not None else {}
 
-    def fit_schema(self, input_schema: Schema) -> "Workflow":
-        """Resolve every node's input and output schema from the dataset's schema."""
-        nodes = self.graph.construct_schema(input_schema).nodes
+    def fit_schema(self, input_schema: Schema, sample: Any = None) -> "Workflow":
+        """Resolve every node's input and output schema from the dataset's schema.
+
+        ``sample``, a frame of a few real rows of the data, lets the ops that learn their
+        output dtypes from the data (a ``LambdaOp`` without ``dtype``, a user op that declares
+        none) see them; ``fit`` and a first ``transform`` pass one. Without it their dtypes
+        stay as planned (``"unknown"`` for a ``LambdaOp``) until the workflow sees data.
+        """
+        nodes = self.graph.construct_schema(input_schema, sample).nodes
         read = data_columns(nodes)
         self.input_schema = Schema([input_schema[name] for name in input_schema.column_names if name in read])
         self.output_schema = self.output_node.output_schema
@@ -203,10 +212,11 @@ class Workflow:
             distributed client).
         """
         dataset = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
-        self.fit_schema(dataset.schema)
         stat_nodes = [n for n in self.nodes if isinstance(n.op, StatOperator)]
         for node in stat_nodes:
             node.op.clear()
+        sample = self._sample(dataset)
+        self.fit_schema(dataset.schema, sample)
         ddf = dataset.to_ddf(dictionary_strings=dictionary_string_inputs(self.nodes))
         logger.info("fit: %d statistics op(s) over %d partition(s)", len(stat_nodes), ddf.npartitions)
         remaining = list(stat_nodes)
@@ -224,9 +234,26 @@ class Workflow:
             if not ready:  # only reachable when an op's fit_finalize leaves it unfitted
                 raise RuntimeError(f"cannot fit {[type(n.op).__name__ for n in remaining]}: their inputs never got fitted")
             remaining = [n for n in remaining if n not in ready]
-            # Fitted statistics can change schemas downstream (e.g. cardinalities).
-            self.fit_schema(dataset.schema)
+            # Fitted statistics can change schemas downstream (e.g. cardinalities), and ops
+            # after them can now be run on the sample to learn their dtypes.
+            self.fit_schema(dataset.schema, sample)
         return self
+
+    def _sample(self, data: Any) -> Any:
+        """The first rows of the first non-empty partition of ``data`` (a Dataset or a frame),
+        for the ops whose output dtypes are learned from the data; None when the graph has
+        none, so that nothing is read for it."""
+        if not any(n.step.op is not None and observes_dtypes(n.step.op) for n in self.nodes):
+            return None
+        if not isinstance(data, Dataset):
+            return data.head(_SAMPLE_ROWS)
+        ddf = data.to_ddf()
+        part = None
+        for i in range(ddf.npartitions):
+            (part,) = compute(ddf.partitions[i].head(_SAMPLE_ROWS, npartitions=1, compute=False), client=data.client or self.client)
+            if len(part):
+                break
+        return part
 
     def _fit_pass(self, ddf: Any, nodes: list[Node], number: int, progress: bool) -> None:
         combined = fit_partials(ddf, GraphRunner(nodes), _COMBINE_SPLIT_EVERY)
@@ -295,10 +322,15 @@ class Workflow:
         if plan is not None and is_request(data, SERVING_MAX_ROWS):
             return plan.transform(data)  # a request, once the plan exists: nothing else to check
         # A schema given to fit_schema by hand may leave dtypes unknown; the data has them.
-        unresolved = self.output_schema is None or any(is_unknown(dtype) for dtype in self.input_dtypes.values())
+        # A stateless op that learns its dtypes from the data (LambdaOp) learns them from the
+        # first data transformed when the workflow was never fitted.
+        unresolved = self.output_schema is None or any(
+            is_unknown(dtype) for dtype in [*self.input_dtypes.values(), *self.output_dtypes.values()]
+        )
         if unresolved and all(_is_fitted(n) for n in self.nodes):
             frame = request_frame(data) if isinstance(data, Mapping) else data
-            self.fit_schema((frame if isinstance(frame, Dataset) else Dataset(frame)).schema)
+            dataset = frame if isinstance(frame, Dataset) else Dataset(frame)
+            self.fit_schema(dataset.schema, self._sample(dataset if dask.is_dask_collection(frame) or frame is dataset else frame))
         self._require_fitted()
         if isinstance(data, Mapping):
             return self.serve(data)
@@ -569,3 +601,14 @@ def _columns_text(names: list[str], shown: int = 4) -> str:
     if len(names) <= shown:
         return ", ".join(names)
     return ", ".join(names[:shown]) + f", ... ({len(names)} columns)"
+
+
+@register_graph_fitter
+def _fit_graph(output_node: Node, dataset: Any, client: Any, refit: bool) -> None:
+    """merlin's ``DaskExecutor.fit``: the workflow's fit passes over the graph ending at
+    ``output_node`` (its nodes and ops are fitted in place)."""
+    workflow = Workflow(output_node, client=client)
+    if not refit and all(_is_fitted(n) for n in workflow.nodes):
+        workflow.fit_schema((dataset if isinstance(dataset, Dataset) else Dataset(dataset)).schema)
+        return
+    workflow.fit(dataset)

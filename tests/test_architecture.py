@@ -120,7 +120,7 @@ def test_no_import_cycles():
 # Layers, lowest first. A module may import its own layer and the layers below it.
 LAYERS = [
     ("foundation", ["tabflow.exceptions", "tabflow._json", "tabflow._files", "tabflow._install"]),
-    ("schema", ["tabflow.schema"]),
+    ("schema", ["tabflow.schema", "tabflow.dtypes"]),
     ("backends", ["tabflow.backends", "tabflow.dispatch"]),
     ("graph", ["tabflow.selector", "tabflow.graph", "tabflow.ops", "tabflow.serialize"]),
     ("data", ["tabflow.io", "tabflow.dataset", "tabflow.datasets"]),

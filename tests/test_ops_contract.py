@@ -269,3 +269,51 @@ def test_the_input_frame_is_never_mutated(name, to_engine):
     workflow.transform(frame)
     nvt.Workflow(workflow.output_node).fit(frame)
     assert_frame_equal(frame, before)
+
+
+def _typed_frame(dtype: str) -> pd.DataFrame:
+    """Column ``v`` of ``dtype`` over 40 rows (nulls where the dtype holds them) and a label."""
+    rng = np.random.default_rng(11)
+    n = 40
+    raw = rng.integers(0, 6, n)
+    if dtype == "string":
+        values = pd.array(np.array(["a", "b", "c", "d", "e", "f"], dtype=object)[raw], dtype="string")
+        values[[2, 19]] = pd.NA
+    elif dtype in ("bool", "boolean"):
+        values = pd.array(raw % 2 == 0, dtype=dtype)
+        if dtype == "boolean":
+            values[[2, 19]] = pd.NA
+    elif dtype[0].isupper():  # masked integers and floats hold nulls as NA
+        values = pd.array(raw, dtype=dtype)
+        values[[2, 19]] = pd.NA
+    elif dtype.startswith("float"):
+        values = raw.astype(dtype)
+        values[[2, 19]] = np.nan
+    else:
+        values = raw.astype(dtype)
+    return pd.DataFrame({"v": values, "label": rng.integers(0, 2, n)})
+
+
+#: Input dtypes the planned schema must follow: plain and masked integers, unsigned ones,
+#: floats, booleans and strings.
+INPUT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint32", "float32", "float64", "bool", "string", "Int32", "UInt16", "Float32", "boolean"]
+
+
+@pytest.mark.parametrize("dtype", INPUT_DTYPES)
+@pytest.mark.parametrize("name", [n for n in OP_NAMES if n not in INPUT_COLUMNS])
+def test_planned_dtypes_are_the_transformed_dtypes_for_every_input_dtype(name, dtype):
+    """The output schema says what the data will hold: an op that keeps int32 integral plans
+    int32, not float32. An op that refuses the dtype says so when the schema is planned."""
+    frame = _typed_frame(dtype)
+    dataset = nvt.Dataset(frame, npartitions=3)
+    workflow = nvt.Workflow(["v"] >> _build(name))
+    try:
+        workflow.fit(dataset)
+    except (TypeError, ValueError) as err:
+        # Refused while planning, before reading any partition; the message names the column.
+        assert "v" in str(err) or dtype in str(err) or name in str(err)
+        return
+    for part in workflow.transform(dataset).to_iter():
+        _assert_declared_dtypes(workflow, part)
+    _assert_declared_dtypes(workflow, workflow.transform(frame))
+    _assert_declared_dtypes(workflow, workflow.transform(frame.iloc[:0]))

@@ -145,3 +145,30 @@ def test_as_node_and_errors():
         ColumnSelector(["a"]) >> 3
     with pytest.raises(TypeError):
         as_node(3.5)
+
+
+def test_selector_subgroups_as_merlin_keeps_them():
+    import pandas as pd
+
+    import tabflow as nvt
+    from tabflow import ops
+    from tabflow.graph import ColumnSelector, Node
+
+    single = ColumnSelector(subgroups=ColumnSelector(["a", "b"]))
+    assert single.subgroups == [ColumnSelector(["a", "b"])] and single.grouped_names == [("a", "b")]
+    nested = ColumnSelector(["x", ["a", ["b", "c"]]])
+    assert isinstance(nested.subgroups[0], ColumnSelector)
+    assert isinstance(nested.subgroups[0].subgroups[0], ColumnSelector)
+    assert nested.names == ["x", "a", "b", "c"]
+    twice = ColumnSelector([("a", "b"), ("a", "b"), "c", "c"])
+    assert twice.grouped_names == ["c", ("a", "b")] and twice.names == ["c", "a", "b"]
+    with pytest.raises(ValueError, match="Node"):
+        ColumnSelector(["a", Node(ColumnSelector(["b"]))])
+    with pytest.raises(TypeError, match="Node"):
+        ColumnSelector(Node(ColumnSelector(["b"])))
+    # A group given twice is encoded once, as merlin's selector hands it to the op once.
+    df = pd.DataFrame({"a": ["x", "y", None, "x"], "b": [1, 2, 2, None]})
+    out = nvt.Workflow(ColumnSelector([["a", "b"], ["a", "b"]]) >> ops.Categorify(encode_type="combo")).fit_transform(df)
+    assert out.columns.tolist() == ["a_b"]
+    expected = nvt.Workflow([["a", "b"]] >> ops.Categorify(encode_type="combo")).fit_transform(df)
+    pd.testing.assert_frame_equal(out, expected)

@@ -25,10 +25,10 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from tabflow._install import pip_install
-from tabflow.backends.protocol import SAMPLE_VARIANTS, Backend
+from tabflow.backends.protocol import Backend
 
 __all__ = [
-    "Backend", "SAMPLE_VARIANTS", "backend_for", "collection_engine", "get_backend", "default_engine", "gpu_available",
+    "Backend", "backend_for", "collection_engine", "get_backend", "default_engine", "gpu_available",
     "gpu_unavailable_reason", "strict_engine",
 ]
 

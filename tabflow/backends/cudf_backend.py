@@ -102,10 +102,6 @@ class CudfBackend:
         cudf = _cudf()
         return cudf.DataFrame({name: cudf.Series([], dtype=self.engine_dtype(dt)) for name, dt in dtypes.items()})
 
-    def sample_frame(self, dtypes: Mapping[str, str], variant: int = 0) -> Any:
-        """A two-row frame of ordinary non-null values with the given canonical dtypes."""
-        return self.from_host(_PANDAS.sample_frame(dtypes, variant))
-
     def observed_dtype(self, values: Any) -> str:
         """Canonical dtype of what a user function returned (cuDF lists carry a list dtype)."""
         dtype = getattr(values, "dtype", None)

@@ -24,10 +24,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tabflow.backends.protocol import SAMPLE_VARIANTS, Allocate
+from tabflow.backends.protocol import Allocate
 from tabflow.schema import dtypes as dtype_names
 
-__all__ = ["PandasBackend", "BACKEND", "SAMPLE_VARIANTS"]
+__all__ = ["PandasBackend", "BACKEND"]
 
 
 def _pandas_string_dtype():
@@ -138,20 +138,6 @@ class PandasBackend:
     def empty_frame(self, dtypes: Mapping[str, str]) -> pd.DataFrame:
         """A zero-row frame with the given canonical dtypes (dask ``meta``)."""
         return pd.DataFrame({name: pd.Series([], dtype=self.engine_dtype(dt)) for name, dt in dtypes.items()})
-
-    def sample_frame(self, dtypes: Mapping[str, str], variant: int = 0) -> pd.DataFrame:
-        """A two-row frame of ordinary non-null values with the given canonical dtypes.
-
-        Used to learn what a user function returns without touching real data: unlike an
-        empty frame, string and list methods see actual values and keep their result types.
-        ``variant`` (0 to ``SAMPLE_VARIANTS - 1``) picks other string values for functions
-        that only accept particular ones: letters, then digits, then date-times.
-        """
-        columns = {}
-        for name, canonical in dtypes.items():
-            dtype = self.engine_dtype(canonical)
-            columns[name] = pd.Series(_sample_values(canonical, variant), dtype=dtype, name=name)
-        return pd.DataFrame(columns, index=pd.RangeIndex(2))
 
     def observed_dtype(self, values: Any) -> str:
         """Canonical dtype of what a user function returned (a series or an array).
@@ -722,9 +708,6 @@ class PandasBackend:
         return int(frame.memory_usage(deep=True, index=False).sum())
 
 
-_SAMPLE_STRINGS = (["a", "b"], ["1", "2"], ["2020-01-01 00:00:00", "2020-01-02 12:30:00"])
-
-
 def _hash_values(series: pd.Series) -> np.ndarray:
     """:meth:`PandasBackend.hash_values` on the host (also for the categories of a categorical)."""
     from tabflow.backends import _hashing
@@ -901,18 +884,6 @@ def _dictionary_value_counts(encoded: pa.ChunkedArray, name: Any) -> pd.Series |
     values = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data))
     index = pd.Index(pd.array(values, dtype=_pandas_string_dtype()), name=name)
     return pd.Series(counts, index=index, name="count")
-
-
-def _sample_values(canonical: str, variant: int = 0) -> list:
-    if dtype_names.is_list(canonical):
-        return [[value] for value in _sample_values(dtype_names.element_dtype(canonical), variant)]
-    if dtype_names.is_string(canonical):
-        return list(_SAMPLE_STRINGS[variant])
-    if canonical.lower() in ("bool", "boolean"):
-        return [True, False]
-    if canonical.startswith("datetime64"):
-        return [pd.Timestamp("2020-01-01"), pd.Timestamp("2020-01-02")]
-    return [1, 2]
 
 
 def _numpy_kind(dtype: Any) -> str:

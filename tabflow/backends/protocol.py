@@ -55,7 +55,7 @@ import numpy as np
 if TYPE_CHECKING:  # a name for type checkers only: importing cupy here would probe for a GPU
     import cupy
 
-__all__ = ["Backend", "SAMPLE_VARIANTS", "Allocate", "HostArray", "EngineArray", "ParquetFileWriter"]
+__all__ = ["Backend", "Allocate", "HostArray", "EngineArray", "ParquetFileWriter"]
 
 Frame = Any
 Series = Any
@@ -78,9 +78,6 @@ class ParquetFileWriter(Protocol):
 
     def close(self) -> None:
         """Finish the file (the footer); closing again does nothing."""
-
-#: How many different value sets :meth:`Backend.sample_frame` offers (``variant`` values).
-SAMPLE_VARIANTS = 3
 
 
 class Backend(Protocol):
@@ -126,9 +123,6 @@ class Backend(Protocol):
     # ----------------------------------------------------------- construction
     def empty_frame(self, dtypes: Mapping[str, str]) -> Frame:
         """A zero-row frame with the given canonical dtypes (dask ``meta``)."""
-
-    def sample_frame(self, dtypes: Mapping[str, str], variant: int = 0) -> Frame:
-        """A two-row frame of ordinary values; ``variant < SAMPLE_VARIANTS`` picks other strings."""
 
     def frame_from_dict(self, columns: Mapping[str, Any], index: Any = None) -> Frame:
         """A frame of the given columns (without copying them where the engine allows)."""

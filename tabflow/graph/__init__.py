@@ -6,8 +6,10 @@ pure schema pass and the executor.
 - :mod:`~tabflow.graph.operator`: :class:`Operator` and :class:`StatOperator`, the base
   classes of ops, whose schema hooks the graph calls (merlin's ``merlin.dag.Operator``);
 - :mod:`~tabflow.graph.steps`: select, apply an op, concatenate, drop;
+- :mod:`~tabflow.graph.structural`: merlin's ops of the structural steps (``ConcatColumns``, ...);
 - :mod:`~tabflow.graph.schemas`: every node's schema from the data's, as a pure function;
 - :mod:`~tabflow.graph.executor`: one function per partition, for dask and in-memory frames;
+- :mod:`~tabflow.graph.executors`: merlin's ``LocalExecutor`` and ``DaskExecutor`` on it;
 - :mod:`~tabflow.graph.graph`: :class:`Graph`, a whole graph (leaves, schemas, subgraphs);
 - :mod:`~tabflow.graph.picture`: drawings of the graph (``node.graph``).
 
@@ -21,6 +23,7 @@ Examples
 from __future__ import annotations
 
 from tabflow.graph.columns import DuplicateColumnWarning
+from tabflow.graph.executors import DaskExecutor, LocalExecutor
 from tabflow.graph.graph import (
     Graph,
     iter_nodes,
@@ -31,6 +34,7 @@ from tabflow.graph.node import Node, Subgraph, as_node, register_function_op
 from tabflow.graph.operator import BaseOperator, DataFormats, Operator, Supports
 from tabflow.graph.selector import ColumnGroup, ColumnSelector
 from tabflow.graph.steps import Apply, Concat, Drop, Nested, NodeSchema, Select, Step
+from tabflow.graph.structural import ConcatColumns, SelectionOp, StructuralOp, SubsetColumns, SubtractionOp
 
 __all__ = [
     "ColumnSelector",
@@ -55,4 +59,11 @@ __all__ = [
     "Drop",
     "Nested",
     "DuplicateColumnWarning",
+    "StructuralOp",
+    "SelectionOp",
+    "ConcatColumns",
+    "SubsetColumns",
+    "SubtractionOp",
+    "LocalExecutor",
+    "DaskExecutor",
 ]

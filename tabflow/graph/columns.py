@@ -1,4 +1,4 @@
-"""Columns meeting in a node: schemas united, frames put side by side, dtypes observed.
+"""Columns meeting in a node: schemas united, frames put side by side, dtypes declared or observed.
 
 Shared by the steps (:mod:`tabflow.graph.steps`): the same rules decide which columns a node
 has (:func:`union`) and how its frames are joined (:func:`concat_unique`).
@@ -16,14 +16,13 @@ from __future__ import annotations
 import warnings
 from typing import Any, Mapping, Sequence
 
-from tabflow.backends import SAMPLE_VARIANTS, backend_for, get_backend
-from tabflow.exceptions import UntrustedCodeError
+from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
 
 __all__ = [
-    "DuplicateColumnWarning", "union", "combine_selectors", "concat_unique", "input_frame", "observed_dtypes",
+    "DuplicateColumnWarning", "union", "combine_selectors", "concat_unique", "input_frame", "observes_dtypes",
     "declares_dtypes", "cast_to_schema",
 ]
 
@@ -87,40 +86,20 @@ def _describe(origin: Any) -> str:
     return "the input data" if origin[0] == "input" else f"op {origin[2]}"
 
 
-def observed_dtypes(op: Any, selector: ColumnSelector, input_schema: Schema, declared: Schema) -> Schema:
-    """For a user-defined op that declares no ``output_dtype``, the dtypes its transform
-    actually returns on a two-row sample of its input dtypes.
+def observes_dtypes(op: Any) -> bool:
+    """Whether an op's output dtypes are learned from the data rather than planned: a
+    user-defined op that states none (see :func:`declares_dtypes`), and a ``LambdaOp``
+    without ``dtype`` (its ``observes_dtypes``).
 
-    NVTabular learned output dtypes by running ops; scripts written for it define ops that
-    turn, say, date strings into day counts without declaring so. tabflow's own ops declare
-    their dtypes, an op that infers its own (``LambdaOp``) says so, and a statistics op is
-    only sampled once fitted. String columns are tried as letters, then digits, then
-    date-times; when no sample can be transformed the declared schema stands.
+    NVTabular learned such dtypes by running the op on the data while fitting; so does
+    tabflow, on the first rows of the first non-empty partition
+    (:func:`tabflow.graph.schemas.observe_schemas`). Until then the op's planned schema stands
+    (``"unknown"`` for a ``LambdaOp``, whose function may return any dtype).
     """
-    if not getattr(op, "runs_user_code", False) or getattr(op, "infers_own_dtypes", False) or declares_dtypes(op):
+    declared = getattr(op, "observes_dtypes", None)
+    if isinstance(declared, bool):
         return declared
-    if not getattr(op, "fitted", True):
-        return declared
-    pandas = get_backend("pandas")
-    for variant in range(SAMPLE_VARIANTS):
-        try:
-            out = op.transform(selector, pandas.sample_frame(input_schema.dtypes, variant))
-            break
-        except UntrustedCodeError:
-            raise
-        except Exception:  # noqa: BLE001 - user code; the next sample may suit it
-            continue
-    else:
-        return declared
-    backend = backend_for(out)
-    columns = []
-    for column in declared:
-        if column.name in out.columns:
-            observed = backend.observed_dtype(out[column.name])
-            if observed != str(column.dtype):
-                column = column.with_dtype(observed)
-        columns.append(column)
-    return Schema(columns)
+    return bool(getattr(op, "runs_user_code", False)) and not declares_dtypes(op)
 
 
 #: The schema hooks through which an op states its output dtypes.
@@ -133,7 +112,7 @@ def declares_dtypes(op: Any) -> bool:
     outside tabflow), unless ``dynamic_dtypes`` says they are only known from the data.
 
     A user op that states them gets them (its output is cast to them), as in merlin, where
-    declared dtypes won; one that states none has them observed on a sample.
+    declared dtypes won; one that states none has them observed on the data.
     """
     if getattr(op, "dynamic_dtypes", False):
         return False

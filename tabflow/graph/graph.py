@@ -25,6 +25,7 @@ from tabflow.graph.schemas import (
     assign_schemas,
     compute_schemas,
     data_columns,
+    observe_schemas,
     remove_inputs,
 )
 from tabflow.graph.steps import Nested
@@ -56,8 +57,13 @@ class Graph:
 
     @property
     def leaf_nodes(self) -> list[Node]:
-        """The nodes that read the data (input selections), in graph order."""
-        return [node for node in self.nodes if not node.parents and not node.dependencies]
+        """The nodes that read the data (input selections), in graph order; once
+        :meth:`remove_inputs` has taken every column of one, it reads nothing and is no leaf."""
+        return [
+            node
+            for node in self.nodes
+            if not node.parents and not node.dependencies and (node.output_schema is None or len(node.output_schema))
+        ]
 
     @property
     def is_resolved(self) -> bool:
@@ -73,7 +79,7 @@ class Graph:
         read = data_columns(self.nodes)
         schema = Schema()
         for node in self.nodes:
-            columns = node.input_schema if node.op is not None else node.output_schema
+            columns = node.input_schema if node.step.op is not None else node.output_schema
             schema = schema + Schema([c for c in columns if c.name in read and c.name not in schema])
         return schema
 
@@ -116,16 +122,21 @@ class Graph:
             if not upstream:
                 sources[node.id] = {name: [name] for name in node.output_schema.column_names}
                 continue
-            mapping = node.column_mapping if node.op is not None else {n: [n] for n in node.output_schema.column_names}
+            mapping = node.column_mapping if node.step.op is not None else {n: [n] for n in node.output_schema.column_names}
             sources[node.id] = {
                 name: list(dict.fromkeys(root for column in mapping.get(name, [name]) for root in _origin(column, upstream)))
                 for name in node.output_schema.column_names
             }
         return sources[self.output_node.id]
 
-    def construct_schema(self, root_schema: Schema) -> "Graph":
-        """Resolve every node's schemas from the data's schema ``root_schema``."""
-        assign_schemas(self.nodes, compute_schemas(self.output_node, root_schema))
+    def construct_schema(self, root_schema: Schema, sample: Any = None) -> "Graph":
+        """Resolve every node's schemas from the data's schema ``root_schema``; with
+        ``sample`` (a few real rows of the data), the output dtypes of ops that learn them
+        from the data are seen on it (:func:`~tabflow.graph.schemas.observe_schemas`)."""
+        if sample is not None:
+            observe_schemas(self.output_node, root_schema, sample)
+        else:
+            assign_schemas(self.nodes, compute_schemas(self.output_node, root_schema))
         return self
 
     def remove_inputs(self, names: Iterable[str]) -> "Graph":

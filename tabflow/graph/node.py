@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 from tabflow.graph.schemas import assign_schemas, compute_schemas, remove_inputs
 from tabflow.graph.selector import ColumnSelector, register_node_class
 from tabflow.graph.steps import Apply, Concat, Drop, Group, Nested, Select, Step, Subset
+from tabflow.graph.structural import ConcatColumns, SelectionOp, StructuralOp, SubsetColumns, SubtractionOp
 from tabflow.schema import Schema, Tags
 
 __all__ = ["Node", "Subgraph", "as_node", "register_function_op"]
@@ -89,8 +90,10 @@ class Node:
     # ------------------------------------------------------------------- step facts
     @property
     def op(self) -> Any:
-        """The op of an op node, None for structural nodes."""
-        return self.step.op
+        """The op of an op node; for a structural node, merlin's op describing its step
+        (:mod:`tabflow.graph.structural`: ``SelectionOp``, ``ConcatColumns``, ``SubsetColumns``,
+        ``SubtractionOp``), None for a subgraph's node."""
+        return self.step.op if self.step.op is not None else self.step.structural_op()
 
     @property
     def selector(self) -> ColumnSelector | None:
@@ -347,6 +350,8 @@ def _names(columns: Any) -> Any:
 
 
 def _step_for(selector: Any, op: Any, parents: Sequence[Node], dropped: Any) -> Step:
+    if isinstance(op, StructuralOp):
+        return _structural_step(op, selector, dropped)
     if op is not None:
         return Apply(op)
     if dropped is not None:
@@ -356,6 +361,28 @@ def _step_for(selector: Any, op: Any, parents: Sequence[Node], dropped: Any) -> 
     if selector is None:
         raise TypeError("a Node needs input columns, an op, parents or columns to drop")
     return Select(selector if isinstance(selector, ColumnSelector) else ColumnSelector(selector))
+
+
+def _structural_step(op: StructuralOp, selector: Any, dropped: Any) -> Step:
+    """The step a node built by hand with one of merlin's structural ops takes."""
+    def as_selector(value: Any) -> ColumnSelector:
+        return value if isinstance(value, ColumnSelector) else ColumnSelector(value)
+
+    if isinstance(op, SelectionOp):
+        chosen = op.selector if op.selector is not None else selector
+        if chosen is None:
+            raise TypeError("a SelectionOp node needs columns: SelectionOp(selector) or Node(selector, op=...)")
+        return Select(as_selector(chosen))
+    if isinstance(op, ConcatColumns):
+        return Concat()
+    if isinstance(op, SubsetColumns):
+        if selector is None:
+            raise TypeError("a SubsetColumns node needs the columns it keeps: Node(selector, op=SubsetColumns())")
+        return Subset(as_selector(selector))
+    if isinstance(op, SubtractionOp):
+        chosen = op.selector if op.selector is not None else (dropped if dropped is not None else selector)
+        return Drop(as_selector(chosen if chosen is not None else []))
+    raise TypeError(f"{type(op).__name__} is no structural step tabflow knows")
 
 
 def _dependency_nodes(declared: Any) -> list[Node]:

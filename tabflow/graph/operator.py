@@ -371,7 +371,7 @@ class Operator(metaclass=_OperatorMeta):
     @property
     def dynamic_dtypes(self) -> bool:
         """True when the output dtypes are only known from the data: tabflow then takes
-        them from the op's output on a sample, even where ``output_dtype`` names one."""
+        them from the op's output on the data while fitting, even where ``output_dtype`` names one."""
         return False
 
     @property
@@ -502,7 +502,7 @@ class Operator(metaclass=_OperatorMeta):
     @property
     def runs_user_code(self) -> bool:
         """True for ops defined outside tabflow (and for LambdaOp, which calls a user
-        function): their output dtypes may be observed on a sample, and lists they return
+        function): their output dtypes may be learned from the data, and lists they return
         become list columns."""
         return not type(self).__module__.startswith("tabflow.")
 

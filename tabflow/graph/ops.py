@@ -2,10 +2,11 @@
 
 ``UDF`` is :class:`tabflow.ops.LambdaOp`; ``Subgraph`` is :class:`tabflow.graph.Subgraph`;
 the schema ops are :mod:`tabflow.ops.add_metadata`'s. merlin's structural ops
-(``SelectionOp``, ``ConcatColumns``, ``GroupingOp``, ``SubsetColumns``, ``SubtractionOp``)
-are the steps of tabflow's nodes instead (``node.step``: :class:`~tabflow.graph.Select`,
-:class:`~tabflow.graph.Concat`, ``Group``, ``Subset``, :class:`~tabflow.graph.Drop`), so a
-structural node has no op.
+(``SelectionOp``, ``ConcatColumns``, ``SubsetColumns``, ``SubtractionOp``) describe the steps of
+tabflow's structural nodes (``node.step``: :class:`~tabflow.graph.Select`,
+:class:`~tabflow.graph.Concat` and its ``Group``, ``Subset``, :class:`~tabflow.graph.Drop`):
+``node.op`` of such a node is one (:mod:`tabflow.graph.structural`), and a node built by hand
+with one takes that step.
 
 Examples
 --------
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from tabflow.graph.node import Subgraph
 from tabflow.graph.operator import StatOperator
+from tabflow.graph.structural import ConcatColumns, SelectionOp, SubsetColumns, SubtractionOp
 from tabflow.ops.add_metadata import (
     AddMetadata,
     AddProperties,
@@ -45,4 +47,8 @@ __all__ = [
     "UDF",
     "Subgraph",
     "StatOperator",
+    "SelectionOp",
+    "ConcatColumns",
+    "SubsetColumns",
+    "SubtractionOp",
 ]

@@ -291,7 +291,7 @@ def _figure_size(positions: dict[int, tuple[float, float]]) -> tuple[float, floa
 
 def _color_kind(node: Any) -> str:
     # Statistics ops are fitted in map / combine / finalize steps (or NVTabular's ``fit``).
-    op = node.op
+    op = node.step.op
     return "stat" if op is not None and callable(getattr(op, "fit_finalize", None)) else node.kind
 
 

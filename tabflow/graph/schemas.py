@@ -18,23 +18,83 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from tabflow.backends import backend_for
+from tabflow.graph.columns import input_frame, observes_dtypes
+from tabflow.graph.executor import conform, evaluate
 from tabflow.graph.selector import ColumnSelector
 from tabflow.graph.steps import Nested, NodeSchema
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_string
 
 __all__ = [
-    "compute_schemas", "assign_schemas", "data_columns", "dictionary_string_inputs", "remove_inputs", "filter_selector",
+    "compute_schemas", "observe_schemas", "assign_schemas", "data_columns", "dictionary_string_inputs", "remove_inputs", "filter_selector",
 ]
 
 
-def compute_schemas(output_node: Any, source: Schema) -> dict[int, NodeSchema]:
-    """``{node id: NodeSchema}`` for the graph ending at ``output_node``."""
+def compute_schemas(
+    output_node: Any, source: Schema, observed: Mapping[int, Mapping[str, str]] | None = None
+) -> dict[int, NodeSchema]:
+    """``{node id: NodeSchema}`` for the graph ending at ``output_node``.
+
+    ``observed`` gives, by node id, output dtypes seen on the data (see
+    :func:`observe_schemas`): they replace what those nodes' ops plan, and the nodes downstream
+    are resolved from them.
+    """
     schemas: dict[int, NodeSchema] = {}
     for node in [*output_node.ancestors(), output_node]:
-        schemas[node.id] = node.step.resolve(node, schemas, source)
+        resolved = node.step.resolve(node, schemas, source)
+        seen = (observed or {}).get(node.id)
+        if seen:
+            output = Schema(
+                [column.with_dtype(seen[column.name]) if column.name in seen else column for column in resolved.output_schema]
+            )
+            resolved = replace(resolved, output_schema=output)
+        schemas[node.id] = resolved
+    return schemas
+
+
+def observe_schemas(output_node: Any, source: Schema, sample: Any) -> dict[int, NodeSchema]:
+    """:func:`compute_schemas`, with the output dtypes of ops that learn them from the data
+    (:func:`~tabflow.graph.columns.observes_dtypes`: a ``LambdaOp`` without ``dtype``, a user
+    op that declares none) seen by running them on ``sample``, a few real rows of the data.
+
+    An op is run once every op upstream of it (and itself) is fitted, on what the graph
+    makes of the sample up to it; ops further down are resolved from the dtypes seen. One
+    whose inputs are not fitted yet keeps its planned schema until a later call (the
+    workflow calls this again after each fit pass). Records the schemas on the nodes, as
+    :func:`assign_schemas` does.
+    """
+    nodes = [*output_node.ancestors(), output_node]
+    observing = [node for node in nodes if node.step.op is not None and observes_dtypes(node.step.op)]
+    observed: dict[int, dict[str, str]] = {}
+    schemas = compute_schemas(output_node, source)
+    frame = None
+    for node in observing:
+        if not all(getattr(n.step.op, "fitted", True) for n in [*node.ancestors(), node]):
+            continue
+        assign_schemas(nodes, schemas)
+        if frame is None:
+            frame = conform(sample[[n for n in source.column_names if n in sample.columns]], source)
+        cache: dict[int, Any] = {}
+        upstream = [evaluate(n, frame, cache) for n in [*node.parents, *node.dependencies]]
+        op = node.step.op
+        try:
+            # The op itself, not its step: the step casts a user op's output to the planned dtypes.
+            out = op.transform(node.input_selector, input_frame(upstream, node.input_schema.column_names, frame))
+        except Exception as err:
+            err.add_note(
+                f"(while {type(op).__name__} on column(s) {node.input_selector.names} ran on the first rows of the "
+                "data to learn its output dtypes; give it its dtypes to skip this, e.g. LambdaOp(f, dtype=...))"
+            )
+            raise
+        backend = backend_for(out)
+        out = backend.with_list_columns(out)
+        observed[node.id] = {name: backend.observed_dtype(out[name]) for name in out.columns}
+        schemas = compute_schemas(output_node, source, observed)
+    assign_schemas(nodes, schemas)
     return schemas
 
 
@@ -56,7 +116,7 @@ def data_columns(nodes: Any) -> set[str]:
         upstream = [*node.parents, *node.dependencies]
         if not upstream:
             names.update(node.output_schema.column_names)
-        elif node.op is not None:
+        elif node.step.op is not None:
             brought = {name for up in upstream for name in up.output_schema.column_names}
             names.update(name for name in node.input_schema.column_names if name not in brought)
     return names
@@ -94,11 +154,11 @@ def dictionary_string_inputs(nodes: Sequence[Any]) -> list[str]:
             if node is nodes[-1]:
                 refused.update(node.output_schema.column_names)
             continue
-        accepted = set(node.op.dictionary_string_columns(node.input_selector)) if node.op is not None else set()
+        accepted = set(node.op.dictionary_string_columns(node.input_selector)) if node.step.op is not None else set()
         for up in upstream:
             if not up.parents and not up.dependencies:
                 refused.update(name for name in up.output_schema.column_names if name not in accepted)
-        if node.op is not None:
+        if node.step.op is not None:
             brought = {name for up in upstream for name in up.output_schema.column_names}
             refused.update(name for name in node.input_schema.column_names if name not in brought)
     return [name for name in candidates if name not in refused]
@@ -119,8 +179,11 @@ def remove_inputs(output_node: Any, names: Any) -> list[str]:
         if node.output_schema is None:
             raise ValueError("remove_inputs needs a resolved graph: fit the workflow (or call fit_schema) first")
         if not node.parents and not node.dependencies:
-            lost = gone_inputs & set(node.output_schema.column_names)
-            lost_outputs = set(lost)
+            # A selection's input and output are the same columns, but a node built by
+            # hand may record others: it reads its input schema.
+            read = node.input_schema if node.input_schema is not None else node.output_schema
+            lost = gone_inputs & set(read.column_names)
+            lost_outputs = lost & set(node.output_schema.column_names)
         else:
             upstream = set().union(*(removed[n.id] for n in [*node.parents, *node.dependencies]))
             lost = upstream & set(node.input_schema.column_names)
@@ -139,7 +202,7 @@ def _lost_outputs(node: Any, lost: set[str]) -> set[str]:
     if not lost:
         return set()
     outputs = node.output_schema.column_names
-    if node.op is None:  # structural steps pass columns through by name
+    if node.step.op is None:  # structural steps pass columns through by name
         return lost & set(outputs)
     mapping = node.op.column_mapping(node.input_selector)
     derived = {name for name, sources in mapping.items() if lost & set(sources)}
@@ -148,7 +211,7 @@ def _lost_outputs(node: Any, lost: set[str]) -> set[str]:
 
 def filter_selector(selector: Any, names: set[str]) -> Any:
     """``selector`` without ``names``; a column group holding any of them goes whole."""
-    if not names:
+    if not names or selector is None:  # a node built by hand may have no recorded selector
         return selector
     kept_groups = [group for group in selector.subgroups if not names & set(group.names)]
     return ColumnSelector([n for n in selector.top_level_names if n not in names], subgroups=kept_groups, tags=selector.tags)

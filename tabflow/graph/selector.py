@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Iterable
 
+from tabflow.exceptions import MissingColumnError
 from tabflow.schema import Schema, Tags
 from tabflow.schema.tags import to_tag
 
@@ -42,6 +43,10 @@ def _node_class() -> type:
 
 def _is_node(obj: Any) -> bool:
     return bool(_NODE_CLASS) and isinstance(obj, _NODE_CLASS[0])
+
+
+class _NodeInSelectorError(TypeError, ValueError):
+    """A node among a selector's names: merlin raises ValueError, tabflow raised TypeError."""
 
 
 class ColumnSelector:
@@ -75,9 +80,10 @@ class ColumnSelector:
         if isinstance(names, str):
             names = [names]
         if _is_node(names):
-            raise TypeError("a ColumnSelector holds column names; combine nodes with + instead")
+            raise TypeError("a ColumnSelector holds column names, not a Node; combine nodes with + instead")
         self._names: list[str] = []
-        self.subgroups: list[ColumnSelector] = list(subgroups or [])
+        # merlin takes one selector as the only subgroup.
+        self.subgroups: list[ColumnSelector] = [subgroups] if isinstance(subgroups, ColumnSelector) else list(subgroups or [])
         for item in names or []:
             if isinstance(item, ColumnSelector):
                 self.subgroups.append(item)
@@ -89,7 +95,7 @@ class ColumnSelector:
                 if item not in self._names:
                     self._names.append(item)
             elif _is_node(item):
-                raise TypeError(f"a ColumnSelector holds column names, not nodes ({item!r}); combine nodes with +")
+                raise _NodeInSelectorError(f"a ColumnSelector holds column names, not a Node ({item!r}); combine nodes with +")
             else:
                 raise TypeError(f"column names must be strings, got {item!r} ({type(item).__name__})")
         # Strings naming a standard tag become Tags members (any case); order kept, no repeats.
@@ -110,8 +116,8 @@ class ColumnSelector:
 
     @property
     def grouped_names(self) -> list[str | tuple[str, ...]]:
-        """Top-level names, then one tuple per subgroup."""
-        return [*self._names, *(tuple(g.names) for g in self.subgroups)]
+        """Top-level names, then one tuple per subgroup (a group given twice once, as in merlin)."""
+        return list(dict.fromkeys([*self._names, *(tuple(g.names) for g in self.subgroups)]))
 
     @property
     def all(self) -> bool:
@@ -125,7 +131,7 @@ class ColumnSelector:
             return ColumnSelector(schema.column_names)
         missing = [n for n in self.names if n not in schema]
         if missing:
-            raise KeyError(
+            raise MissingColumnError(
                 f"column(s) {missing} not found in the input; available columns are "
                 f"{schema.column_names}. Check the spelling or add the column to the dataset."
             )

@@ -37,6 +37,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tabflow.backends import _host_arrays
+from tabflow.exceptions import MissingColumnError
 from tabflow.backends._host_arrays import is_request, request_frame
 from tabflow.graph.executor import GraphRunner
 from tabflow.graph.kernels import Block, Kernel, supported
@@ -76,9 +77,9 @@ class _Ref:
     dtype: str
 
 
-def missing_columns_error(missing: Sequence[str], available: Sequence[Any]) -> KeyError:
+def missing_columns_error(missing: Sequence[str], available: Sequence[Any]) -> MissingColumnError:
     """The error for a request or dataset without columns the workflow reads."""
-    return KeyError(
+    return MissingColumnError(
         f"the data lacks column(s) {list(missing)} that the workflow reads; it has {sorted(map(str, available))}. "
         f"Add them (None where a value is unknown), or serve without them: workflow.remove_inputs({list(missing)!r}) "
         "drops every output computed from them"

@@ -19,19 +19,21 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
 
 from tabflow.backends import backend_for
+from tabflow.exceptions import MissingColumnError
 from tabflow.graph.columns import (
     cast_to_schema,
     combine_selectors,
     concat_unique,
     declares_dtypes,
     input_frame,
-    observed_dtypes,
+    observes_dtypes,
     union,
 )
 from tabflow.graph.executor import conform, evaluate
 from tabflow.graph.selector import ColumnSelector
+from tabflow.graph.structural import ConcatColumns, SelectionOp, StructuralOp, SubsetColumns, SubtractionOp
 from tabflow.schema import Schema
-from tabflow.schema.dtypes import is_unknown
+from tabflow.schema.dtypes import UNKNOWN, is_unknown
 
 __all__ = ["NodeSchema", "Step", "Select", "Apply", "Concat", "Group", "Subset", "Drop", "Nested"]
 
@@ -77,6 +79,10 @@ class Step:
         """The node's output frame from its parents' and dependencies' frames (and the input)."""
         raise NotImplementedError
 
+    def structural_op(self) -> StructuralOp | None:
+        """merlin's op for a node that runs no op of its own (``node.op`` of it)."""
+        return None
+
     @property
     def label(self) -> str:
         return self.kind
@@ -99,6 +105,9 @@ class Select(Step):
         # Always a new frame: an op that assigns to its input in place must not change the
         # caller's frame (with copy-on-write the columns themselves are not copied).
         return source[node.output_schema.column_names]
+
+    def structural_op(self) -> SelectionOp:
+        return SelectionOp(self.selector)
 
     @property
     def label(self) -> str:
@@ -142,11 +151,17 @@ class Apply(Step):
         try:
             # A schema written by hand may leave dtypes "unknown": those columns are checked
             # when the workflow is fitted, on the dtypes the data has.
-            if not any(is_unknown(input_schema[n].dtype) for n in selector.names if n in input_schema):
+            # So are the outputs of ops that learn their dtypes from the data (LambdaOp),
+            # once they have seen it.
+            if not any(is_unknown(column.dtype) for column in input_schema):
                 op.validate_input(input_schema, selector)
         except (TypeError, ValueError, KeyError) as err:
             raise type(err)(f"{type(op).__name__} on columns {selector.names}: {err}") from None
-        output = observed_dtypes(op, selector, input_schema, op.compute_output_schema(input_schema, selector, None))
+        output = op.compute_output_schema(input_schema, selector, None)
+        if observes_dtypes(op):
+            # Known once the op has run on the data (tabflow.graph.schemas.observe_schemas);
+            # ops downstream check their inputs then.
+            output = Schema([column.with_dtype(UNKNOWN) for column in output])
         op.validate_schemas(parents_schema, deps_schema, input_schema, output, False)
         origins = {name: ("op", node.id, type(op).__name__) for name in output.column_names}
         return NodeSchema(selector, input_schema, output, origins)
@@ -204,6 +219,9 @@ class Concat(Step):
     def run(self, node, parents, dependencies, source):
         return concat_unique(list(parents), node.output_schema.column_names)
 
+    def structural_op(self) -> ConcatColumns:
+        return ConcatColumns()
+
     @property
     def label(self) -> str:
         return "+"
@@ -242,7 +260,7 @@ class Subset(Step):
         parent = schemas[node.parents[0].id]
         missing = [name for name in self.selector.names if name not in parent.output_schema]
         if missing:
-            raise KeyError(
+            raise MissingColumnError(
                 f"node[{self.selector.grouped_names}]: column(s) {missing} are not among the node's output "
                 f"columns {parent.output_schema.column_names}"
             )
@@ -255,6 +273,9 @@ class Subset(Step):
         names = node.output_schema.column_names
         frame = parents[0]
         return frame if list(frame.columns) == names else frame[names]
+
+    def structural_op(self) -> SubsetColumns:
+        return SubsetColumns()
 
     @property
     def label(self) -> str:
@@ -285,6 +306,9 @@ class Drop(Step):
         names = node.output_schema.column_names
         frame = parents[0]
         return frame if list(frame.columns) == names else frame[names]
+
+    def structural_op(self) -> SubtractionOp:
+        return SubtractionOp(self.dropped)
 
     @property
     def label(self) -> str:

@@ -12,6 +12,7 @@ from tabflow.ops import _groupstats as gs
 from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
+from tabflow.schema import dtypes as dtype_names
 
 __all__ = ["Groupby"]
 
@@ -145,7 +146,8 @@ class Groupby(SchemaFromColumns, Operator):
                 continue
             dtype = canon[column]
             if agg == "list":
-                out[name] = f"list<{dtype.lower() if dtype[:1] in 'IU' else dtype}>".replace("<boolean>", "<bool>")
+                # List elements hold no masked dtypes: nulls inside lists are the list's.
+                out[name] = dtype_names.list_dtype(dtype_names.unmasked_dtype(dtype))
             elif agg in _INT32_AGGS:
                 out[name] = "int32"
             elif agg in _FLOAT32_AGGS:

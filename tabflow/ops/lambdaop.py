@@ -5,13 +5,12 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from tabflow.backends import SAMPLE_VARIANTS, backend_for, get_backend
-from tabflow.exceptions import UntrustedCodeError
+from tabflow.backends import backend_for, get_backend
 from tabflow.graph.node import Node, register_function_op
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import Schema
-from tabflow.schema.dtypes import UNKNOWN, is_unknown
+from tabflow.schema.dtypes import UNKNOWN
 
 __all__ = ["LambdaOp"]
 
@@ -23,12 +22,13 @@ class LambdaOp(Operator):
     ``selector >> (lambda col: ...)`` (a ColumnSelector or node on the left; a plain list of
     names cannot take ``>>`` with a function) builds this op implicitly.
 
-    Output dtype: ``dtype`` when given. Otherwise it is inferred once, when the workflow
-    resolves its schema, by calling ``f`` on a two-row frame of ordinary values of the input
-    dtypes (CPU, never real data; strings are tried as letters, digits, then date-times).
-    A function returning lists (``col.str.split("|")``) makes a list column, which
-    ``Categorify`` encodes as multi-hot. Pass ``dtype`` when ``f`` only works on other
-    particular values or only on the GPU engine.
+    Output dtype: ``dtype`` when given. Otherwise it is learned from the data, as NVTabular
+    does: ``Workflow.fit`` (or the first ``transform`` of a workflow never fitted) calls ``f``
+    on the first rows of the first non-empty partition and records the dtype it returns.
+    Until then the schema plans ``"unknown"`` (``Workflow.fit_schema`` without data,
+    ``Graph.construct_schema``). A function returning lists (``col.str.split("|")``) makes a
+    list column, which ``Categorify`` encodes as multi-hot. Pass ``dtype`` to skip the
+    observation.
 
     Saving: a function registered with :func:`tabflow.register_function` is saved by name;
     any other (a lambda, a nested function, one defined in a notebook) is saved as its
@@ -150,46 +150,19 @@ class LambdaOp(Operator):
     # ----------------------------------------------------------------- schema
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
         declared = super().compute_output_schema(input_schema, col_selector)
-        if self.dtype is not None:
-            return Schema([column.with_dtype(_canonical(self.dtype)) for column in declared])
-        inferred = self._infer_dtypes(input_schema, col_selector)
-        return Schema([column.with_dtype(inferred[column.name]) for column in declared])
+        # Without a dtype, the function's result is only known from the data
+        # (tabflow.graph.schemas.observe_schemas records it once the workflow sees data).
+        dtype = _canonical(self.dtype) if self.dtype is not None else UNKNOWN
+        return Schema([column.with_dtype(dtype) for column in declared])
 
     @property
     def runs_user_code(self) -> bool:
         return True
 
     @property
-    def infers_own_dtypes(self) -> bool:
-        """Its output dtypes come from ``dtype`` or its own sampling (no second sampling)."""
-        return True
-
-    def _infer_dtypes(self, input_schema: Schema, col_selector: ColumnSelector) -> dict[str, str]:
-        if any(is_unknown(dtype) for dtype in input_schema.dtypes.values()):
-            # No sample can be made of a dtype a hand-written schema left out; fitting on
-            # data, whose dtypes are known, infers the output dtypes.
-            return {name: UNKNOWN for name in col_selector.names}
-        backend = get_backend("pandas")
-        samples = [backend.sample_frame(input_schema.dtypes, variant) for variant in range(SAMPLE_VARIANTS)]
-        dtypes = {}
-        for name in col_selector.names:
-            errors = []
-            for sample in samples:  # letters first, then digits and date-times for picky functions
-                try:
-                    dtypes[name] = backend.observed_dtype(self._call(sample, name, col_selector))
-                    break
-                except UntrustedCodeError:
-                    raise
-                except Exception as err:  # noqa: BLE001 - user code; the next sample may suit it
-                    errors.append(err)
-            else:
-                first = errors[0]
-                raise TypeError(
-                    f"LambdaOp could not infer the output dtype of column {name!r}: calling {self.f!r} on "
-                    f"sample values of dtype {input_schema[name].dtype} raised {type(first).__name__}: {first}. "
-                    "Pass dtype=... to LambdaOp."
-                ) from first
-        return dtypes
+    def observes_dtypes(self) -> bool:
+        """Without ``dtype``, its output dtypes are learned from the data."""
+        return self.dtype is None
 
     @property
     def output_tags(self) -> list[Any]:

@@ -80,7 +80,8 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     out_dtype : str or numpy dtype, default float32
     name_sep : str, default "_"
     drop_folds : bool, default True
-        False adds a ``__fold__`` column: the row's fold for training data, -1 elsewhere.
+        False adds a ``__fold__`` column when ``kfold > 1`` (as NVTabular): the row's fold for
+        training data, -1 elsewhere.
 
     Attributes
     ----------
@@ -149,8 +150,18 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
         return DEFAULT_KFOLD if self.kfold is None else self.kfold
 
     @property
+    def _keeps_folds(self) -> bool:
+        # Without folds (kfold=1) there is no fold column to keep, as in NVTabular.
+        return not self.drop_folds and self._kfold > 1
+
+    @property
     def _dtype(self) -> str:
         return dtype_name(self.out_dtype) if self.out_dtype is not None else "float32"
+
+    @property
+    def output_dtype(self) -> str:
+        """The dtype of the encoded columns (``out_dtype``, float32 by default), as NVTabular's."""
+        return self._dtype
 
     def _targets(self, col_selector: ColumnSelector | None = None, columns: Sequence[str] = ()) -> list[str]:
         """The target columns; ``columns`` are those the op receives (keys plus targets).
@@ -271,19 +282,30 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             joined = backend.merge_keep_order(left, table, on, on, how="left")
             for t in self._targets(col_selector, list(df.columns)):
                 out[names[(keys, t)]] = backend.astype(joined[t].fillna(self.means_[t]), dtype)
-        if not self.drop_folds:
+        if self._keeps_folds:
             out[FOLD] = backend.series(folds if folds is not None else np.full(len(df), -1, np.int64), index=df.index)
         return backend.frame_from_dict(out, index=df.index)
 
+    @staticmethod
+    def _carried_tags(input_schema: Schema, target: str) -> list[Any]:
+        """The target's own tags, which NVTabular gives its encodings; tabflow's standard tags
+        stay behind (an encoding is no target, category or id)."""
+        if target not in input_schema:
+            return []
+        return [tag for tag in input_schema[target].tags if not isinstance(tag, Tags)]
+
     def column_mapping(self, col_selector: ColumnSelector) -> dict[str, list[str]]:
         mapping = {name: [*keys, t] for (keys, t), name in self._names(col_selector).items()}
-        if not self.drop_folds:
+        if self._keeps_folds:
             mapping[FOLD] = list(col_selector.names)
         return mapping
 
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
         names = self._names(col_selector, input_schema.column_names)
-        columns = [ColumnSchema(name, dtype=self._dtype, tags={Tags.CONTINUOUS}) for name in names.values()]
-        if not self.drop_folds:
+        columns = [
+            ColumnSchema(name, dtype=self._dtype, tags={*self._carried_tags(input_schema, target), Tags.CONTINUOUS})
+            for (_, target), name in names.items()
+        ]
+        if self._keeps_folds:
             columns.append(ColumnSchema(FOLD, dtype="int64"))
         return Schema(columns)

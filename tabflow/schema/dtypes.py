@@ -126,6 +126,9 @@ def canonical_dtype(dtype: Any) -> str:
         return arrow_dtype_name(dtype.pyarrow_dtype)
     if dtype is str:
         return STRING
+    canonical = getattr(dtype, "canonical_name", None)  # tabflow.dtypes.DType
+    if isinstance(canonical, str):
+        return canonical
     if getattr(dtype, "element_type", None) is not None and str(dtype) == "list":  # cudf.ListDtype
         return list_dtype(canonical_dtype(dtype.element_type))
     if type(dtype).__module__ == "torch":

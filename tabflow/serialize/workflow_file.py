@@ -73,7 +73,7 @@ def write_graph(directory: str, output_node: Node, input_schema: Schema, output_
             entry["selector"] = node.selector.to_dict()
         if node.dropped is not None:
             entry["dropped"] = node.dropped.to_dict()
-        if node.op is not None:
+        if node.step.op is not None:
             entry["op"] = encode_op(node.op, directory, f"node{i}", index)
         if isinstance(node.step, Nested):
             entry["subgraph"] = {

@@ -106,7 +106,91 @@ def test_saving_code_over_unsaveable_values_names_the_variable(frame, tmp_path):
 
 
 def test_inference_failure_asks_for_dtype(frame):
-    with pytest.raises(TypeError, match="'word'.*dtype="):
+    # The function fails on the real data, as it would in transform: its own error, with a
+    # note naming the op, the column and the way to skip the observation.
+    with pytest.raises(AttributeError, match="no_such_method") as info:
         nvt.Workflow(["word"] >> ops.LambdaOp(lambda col: col.no_such_method())).fit(frame)
+    assert "['word']" in "".join(info.value.__notes__) and "dtype=" in "".join(info.value.__notes__)
     with pytest.raises(TypeError, match="callable"):
         nvt.Workflow(["qty"] >> ops.LambdaOp("not a function")).fit(frame)
+
+
+def test_output_dtype_is_learned_from_the_real_data_not_invented_values():
+    """NVTabular learns a LambdaOp's dtype while fitting: the function only ever sees the
+    user's own values, so date parsing of a date column warns about nothing."""
+    import warnings
+
+    seen = []
+
+    def days(col):
+        seen.extend(col.dropna().tolist())
+        return (pd.to_datetime(col, format="%Y-%m-%d") - pd.Timestamp("2020-01-01")).dt.days
+
+    dates = ["2020-01-05", None, "2020-03-01", "2021-01-01", "2020-01-02", None]
+    frame = pd.DataFrame({"day": pd.array(dates, dtype="string"), "n": range(6)})
+    dataset = nvt.Dataset(frame, npartitions=3)
+    workflow = nvt.Workflow(["day"] >> ops.LambdaOp(days) >> ops.FillMissing(-1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = workflow.fit_transform(dataset).to_ddf().compute()
+    assert set(seen) <= {d for d in dates if d is not None}
+    expected = days(frame["day"]).fillna(-1)
+    assert workflow.output_schema["day"].dtype == str(expected.dtype) == str(out["day"].dtype)
+    assert out["day"].tolist() == expected.tolist()
+
+
+def test_dtype_is_observed_on_the_first_non_empty_partition():
+    frame = pd.DataFrame({"x": pd.array([None, 4, 6, None, 1], dtype="Int64")})
+    dataset = dataset_with_empty_partitions(frame)
+    workflow = nvt.Workflow(["x"] >> ops.LambdaOp(lambda col: col // 2) >> ops.Normalize())
+    out = workflow.fit_transform(dataset).to_ddf().compute()
+    halves = frame["x"] // 2
+    assert workflow.graph.output_node.parents[0].output_schema["x"].dtype == "Int64"
+    np.testing.assert_allclose(out["x"].to_numpy("float64", na_value=np.nan), ((halves - halves.mean()) / halves.std()).to_numpy("float64", na_value=np.nan))
+
+
+def test_planned_dtype_is_unknown_until_the_workflow_sees_data():
+    from tabflow.schema import ColumnSchema, Schema
+
+    workflow = nvt.Workflow(["word"] >> ops.LambdaOp(lambda col: col.str.len()))
+    workflow.fit_schema(Schema([ColumnSchema("word", dtype="string")]))
+    assert workflow.output_schema["word"].dtype == "unknown"
+    # A stateless graph needs no fit: the first transform sees the data.
+    frame = pd.DataFrame({"word": pd.array(["ab", None, "abcd"], dtype="string")})
+    out = nvt.Workflow(["word"] >> ops.LambdaOp(lambda col: col.str.len())).transform(nvt.Dataset(frame, npartitions=2))
+    assert out.schema["word"].dtype == "Int64"
+    assert out.to_ddf().compute()["word"].tolist() == frame["word"].str.len().tolist()
+
+
+def test_dtype_after_a_statistics_op_is_observed_once_it_is_fitted():
+    frame = pd.DataFrame({"c": ["a", "b", None, "a", "c", "a"]})
+    workflow = nvt.Workflow(["c"] >> ops.Categorify() >> ops.LambdaOp(lambda col: (col * 2).astype("int16")))
+    out = workflow.fit_transform(nvt.Dataset(frame, npartitions=2)).to_ddf().compute()
+    assert workflow.output_schema["c"].dtype == "int16" == str(out["c"].dtype)
+
+
+def test_declared_dtype_skips_the_observation():
+    calls = []
+
+    def f(col):
+        calls.append(len(col))
+        return col * 2
+
+    frame = pd.DataFrame({"x": [1, 2, 3, 4]})
+    workflow = nvt.Workflow(["x"] >> ops.LambdaOp(f, dtype="float32")).fit(nvt.Dataset(frame, npartitions=2))
+    assert calls == [] and workflow.output_schema["x"].dtype == "float32"
+    assert workflow.transform(frame)["x"].dtype == np.float32
+
+
+def test_target_of_a_learned_dtype_is_checked_once_seen():
+    """NVTabular's TargetEncoding on a LambdaOp target: the target's dtype is known only from
+    the data, and the op checks it once seen."""
+    frame = pd.DataFrame({"post": [1, 2, 3, 4, 5, 1], "author": ["a", "a", "b", "b", None, "a"]})
+    label = nvt.ColumnSelector(["post"]) >> ops.LambdaOp(lambda col: (col > 3).astype("int8"))
+    workflow = nvt.Workflow(["author"] >> ops.TargetEncoding(label, kfold=1, p_smooth=0))
+    out = workflow.fit_transform(frame)
+    means = (frame["post"] > 3).groupby(frame["author"]).mean()
+    assert out["TE_author_post"].tolist()[:4] == pytest.approx([means["a"], means["a"], means["b"], means["b"]])
+    text = nvt.ColumnSelector(["author"]) >> ops.LambdaOp(lambda col: col.str.upper())
+    with pytest.raises(TypeError, match="numeric or boolean, got dtype string"):
+        nvt.Workflow(["post"] >> ops.TargetEncoding(text, kfold=1)).fit(frame)

@@ -161,3 +161,31 @@ def test_full_nvtabular_signature_in_order(train, tmp_path):
     out = nvt.Workflow(["cat"] >> op).fit_transform(train)
     assert_frame_equal(out, nvt.Workflow(["cat"] >> ops.TargetEncoding("click")).fit_transform(train))
     assert list(tmp_path.iterdir()) == []  # statistics stay with the workflow
+
+
+def test_fold_column_only_with_folds_as_nvtabular(train):
+    """NVTabular keeps ``__fold__`` (drop_folds=False) only when there are folds (kfold > 1)."""
+    one = nvt.Workflow(["cat"] >> ops.TargetEncoding("click", kfold=1, drop_folds=False))
+    out = one.fit_transform(train)
+    assert "__fold__" not in out.columns and "__fold__" not in one.output_schema.column_names
+    two = nvt.Workflow(["cat"] >> ops.TargetEncoding("click", kfold=2, drop_folds=False))
+    out = two.fit_transform(nvt.Dataset(train, npartitions=2)).compute()
+    assert two.output_schema.column_names == ["TE_cat_click", "__fold__"]
+    assert set(out["__fold__"]) == {0, 1} and str(out["__fold__"].dtype) == two.output_schema["__fold__"].dtype
+
+
+def test_encodings_carry_the_targets_own_tags(train):
+    """NVTabular gives an encoding its target's tags and CONTINUOUS; tabflow's standard tags
+    (TARGET, CATEGORICAL, ...) stay behind, so the encoding is a continuous feature."""
+    from tabflow.schema import ColumnSchema, Schema, Tags
+
+    schema = Schema([
+        ColumnSchema("cat", dtype="string", tags={Tags.CATEGORICAL, "shop"}),
+        ColumnSchema("click", dtype="int64", tags={Tags.TARGET, Tags.BINARY, "label_v2"}),
+    ])
+    out = ops.TargetEncoding("click", out_dtype="float64").compute_output_schema(schema, nvt.ColumnSelector(["cat"]))
+    assert set(out["TE_cat_click"].tags) == {Tags.CONTINUOUS, "label_v2"}
+    assert out["TE_cat_click"].dtype == "float64" == ops.TargetEncoding("click", out_dtype="float64").output_dtype
+    fitted = nvt.Workflow(["cat"] >> ops.TargetEncoding("click")).fit(train)
+    assert fitted.output_schema["TE_cat_click"].tags == {Tags.CONTINUOUS}
+    assert str(fitted.transform(train)["TE_cat_click"].dtype) == fitted.output_schema["TE_cat_click"].dtype == "float32"

@@ -310,9 +310,8 @@ def _decode_op(data: Any, ctx: _Context) -> Any:
         _check_state_name(cls, name, declared, legacy, owner)
     for name, value in state.items():
         setattr(op, name, _decode(value, ctx.at(f"{owner}, fitted {name!r}")))
-    if state:
-        op._fitted_by_workflow = True
-        op._state_names = sorted(k for k in state if not k.endswith("_"))
+    if state and isinstance(op, StatOperator):
+        op.mark_fitted(k for k in state if not k.endswith("_"))
     return op
 
 

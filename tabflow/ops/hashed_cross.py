@@ -126,7 +126,7 @@ class HashedCross(SchemaFromColumns, Operator):
 
 def _cross_hashes(backend: Any, df: Any, cross: tuple[str, ...]) -> tuple[Any, Any]:
     """Combined hashes of a cross, per row or per list element (then with the offsets)."""
-    from tabflow.backends._hashing import (
+    from tabflow.backends.kernels import (
         hash_combine,  # numba: imported on first use, not with tabflow
     )
 

@@ -11,7 +11,7 @@ from tabflow.graph.node import Node, register_function_op
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import Schema
-from tabflow.schema.dtypes import UNKNOWN, is_unknown
+from tabflow.schema.dtypes import UNKNOWN, canonical_dtype, is_unknown
 
 __all__ = ["LambdaOp"]
 
@@ -201,7 +201,7 @@ class LambdaOp(Operator):
 
 
 def _canonical(dtype: Any) -> str:
-    return get_backend("pandas").canonical_dtype(dtype)
+    return canonical_dtype(dtype)
 
 
 def _arity(f: Callable[..., Any], has_dependency: bool = False) -> int:

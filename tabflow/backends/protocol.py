@@ -52,28 +52,24 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, TypeAlias, Union
 
 import numpy as np
 
-if TYPE_CHECKING:  # a name for type checkers only: importing cupy here would probe for a GPU
+if TYPE_CHECKING:  # names for type checkers only: importing cupy here would probe for a GPU
     import cupy
+    import pandas as pd
 
 __all__ = ["Backend", "SAMPLE_VARIANTS", "FRAME_METHODS", "Allocate", "HostArray", "EngineArray", "Frame", "Series", "Index", "ParquetFileWriter"]
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-    #: A frame of either engine: ``pandas.DataFrame`` or ``cudf.DataFrame`` (which type
-    #: checkers see through pandas' stubs: cuDF follows that API for the methods ops call).
-    Frame = pd.DataFrame
-    #: A series of either engine.
-    Series = pd.Series
-    #: An index of either engine.
-    Index = pd.Index
-else:
-    # At run time the names only document: cuDF is never imported to build an annotation.
-    Frame = Series = Index = Any
+#: A frame of either engine: ``pandas.DataFrame`` or ``cudf.DataFrame``. Type checkers see
+#: it through pandas (cuDF follows pandas' API for the methods ops call, see FRAME_METHODS);
+#: at run time the name is a string, so cuDF is never imported for an annotation.
+Frame: TypeAlias = "pd.DataFrame"
+#: A series of either engine.
+Series: TypeAlias = "pd.Series"
+#: An index of either engine.
+Index: TypeAlias = "pd.Index"
 
 #: The pandas-API methods ops may call on an engine's frames, series and group-bys (besides
 #: :class:`Backend`'s), because pandas and cuDF give them the same meaning. Reductions and

@@ -19,10 +19,11 @@ Examples
 
 from __future__ import annotations
 
+import operator
 import pickle
 import threading
 import uuid
-from typing import Any, Sequence
+from typing import Any, Sequence, SupportsIndex
 
 import cloudpickle
 import dask
@@ -66,7 +67,7 @@ class GraphRunner:
         runner._graph, runner._serialized, runner._lock = None, serialized, threading.Lock()
         return runner
 
-    def __reduce_ex__(self, protocol: int) -> tuple[Any, tuple[Any]]:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, tuple[Any]]:
         with self._lock:
             if self._serialized is None:
                 # cloudpickle: users' ops may hold lambdas (LambdaOp) or classes defined in
@@ -75,7 +76,7 @@ class GraphRunner:
             serialized = self._serialized
         # Protocol 5 lets dask send the bytes as they are, without copying them into each
         # submission's message (a copy that arrived so holds a view of dask's buffer).
-        if protocol >= 5:
+        if operator.index(protocol) >= 5:
             return GraphRunner._from_bytes, (pickle.PickleBuffer(serialized),)
         return GraphRunner._from_bytes, (bytes(serialized),)
 

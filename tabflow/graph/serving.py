@@ -32,7 +32,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -224,7 +224,8 @@ class ServingPlan:
         if len(registers) == 1:
             register = refs[0].register
             positions = [ref.position for ref in refs]
-            if positions == list(range(self._widths[register])):
+            width = self._widths[register]
+            if width is not None and positions == list(range(width)):
                 return operator.itemgetter(register)
             return _Take(register, np.array(positions, dtype=np.intp))
         return _Stack([(ref.register, ref.position) for ref in refs])
@@ -336,7 +337,7 @@ class ServingPlan:
         # (NaN and infinities are documented results); ops run by their transform get the
         # caller's settings back.
         if self.fallbacks:
-            request.errors = np.geterr()
+            request.errors = dict(np.geterr())
         with np.errstate(all="ignore"):
             for step in self._steps:
                 step(registers, request)
@@ -432,7 +433,7 @@ class _Request:
     def __init__(self, rows: int, index: Any) -> None:
         self.rows = rows
         self.index = index
-        self.errors: dict[str, str] = {}
+        self.errors: dict[str, Any] = {}
 
     def frame_index(self) -> Any:
         if self.index is None:
@@ -658,10 +659,11 @@ def _cells_block(
 def _block_of(columns: list[tuple[np.ndarray, np.ndarray | None] | None], dtype: str) -> Block:
     if any(column is None for column in columns):
         raise _BatchPath  # a value that its fitted dtype cannot hold exactly
-    values = np.stack([column[0] for column in columns])
+    present = cast("list[tuple[np.ndarray, np.ndarray]]", columns)  # None ruled out above; masked dtypes have null masks
+    values = np.stack([column[0] for column in present])
     if not host_kernels.has_mask(dtype):
         return Block(values)
-    return Block(values, np.stack([column[1] for column in columns]))
+    return Block(values, np.stack([column[1] for column in present]))
 
 
 def _sequence_column(value: Any, dtype: str, rows: int) -> tuple[np.ndarray, np.ndarray | None] | None:

@@ -61,7 +61,7 @@ class ColumnSimilarity(Operator):
         self.metric = metric
         self.on_device = on_device
 
-    def _pairs(self, col_selector: ColumnSelector) -> list[tuple[str, str]]:
+    def _pairs(self, col_selector: ColumnSelector) -> list[tuple[str, ...]]:
         return [tuple(g) for g in col_selector.grouped_names if not isinstance(g, str)]
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:

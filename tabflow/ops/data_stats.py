@@ -143,7 +143,7 @@ class DataStats(StatOperator):
         output = {}
         table = self.stats_.astype(object).where(self.stats_.notna(), None)  # missing values as None
         for record in table.to_dict("records"):
-            stats = {
+            stats: dict[str, Any] = {
                 "dtype": str(record["dtype"]),
                 "min": _number(record["min"]),
                 "max": _number(record["max"]),

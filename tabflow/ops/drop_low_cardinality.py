@@ -50,7 +50,7 @@ class DropLowCardinality(Operator):
     def _keeps(self, column: ColumnSchema) -> bool:
         if Tags.CATEGORICAL not in column.tags:
             return True
-        domain = column.properties.get("domain")
+        domain: Any = column.properties.get("domain")
         high = domain.get("max") if hasattr(domain, "get") else None
         return high is None or high >= self.min_cardinality
 

@@ -112,9 +112,10 @@ def filled_dtype(dtype: str, fill_val: Any) -> str:
     """Canonical dtype of a column of ``dtype`` once its nulls are replaced by ``fill_val``."""
     if dtype == "string" or not isinstance(fill_val, Number):
         return dtype
-    integral = float(fill_val).is_integer()
+    value: Any = fill_val  # a Number: float() and comparisons with ints hold for the numbers fills take
+    integral = float(value).is_integer()
     if dtype == "boolean":
-        return "bool" if fill_val in (0, 1) else "float64"
+        return "bool" if value in (0, 1) else "float64"
     if dtype.startswith(("Int", "UInt")):
         return dtype.lower() if integral else "float64"
     return dtype

@@ -81,7 +81,7 @@ class Groupby(SchemaFromColumns, Operator):
         self.ascending = ascending
 
     @property
-    def dependencies(self) -> list[Any]:
+    def dependencies(self) -> list[Any] | None:
         return [*gs.as_names(self.groupby_cols), *gs.as_names(self.sort_cols)] or None
 
     def _plan(self, col_selector: ColumnSelector) -> dict[str, tuple[str, str]]:

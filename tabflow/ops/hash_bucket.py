@@ -92,7 +92,7 @@ class HashBucket(SchemaFromColumns, Operator):
     def _full_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         column = self._source_column_schema(col_name, input_schema)
         count = buckets_for(self.num_buckets, col_name, "HashBucket")
-        return categorical_column(column, count, column.is_list, dtype=bucket_dtype(count))
+        return categorical_column(column, count, bool(column.is_list), dtype=bucket_dtype(count))
 
 
 def bucket_dtype(num_buckets: int) -> str:

@@ -15,8 +15,8 @@ from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import (
     dtype_name,
-    float_kernels,
     finite_values,
+    float_kernels,
     float_output_dtype,
     map_arrays,
     map_values,
@@ -103,7 +103,7 @@ class Normalize(StatOperator):
         dtype = self.output_dtype
         out = {}
         for name in col_selector.names:
-            out[name] = map_values(backend, df[name], lambda values: backend.astype(self._standardize(name, values), dtype))
+            out[name] = map_values(backend, df[name], lambda values: backend.astype(self._standardize(name, values), dtype))  # noqa: B023 - called before the loop moves on
         return backend.frame_from_dict(out, index=df.index)
 
     def _standardize(self, name: str, values: Any) -> Any:

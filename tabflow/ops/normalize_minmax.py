@@ -114,7 +114,7 @@ class NormalizeMinMax(StatOperator):
         out = {}
         with np.errstate(invalid="ignore", divide="ignore"):
             for name in col_selector.names:
-                out[name] = map_values(backend, df[name], lambda values: backend.astype(self._scale(name, values), dtype))
+                out[name] = map_values(backend, df[name], lambda values: backend.astype(self._scale(name, values), dtype))  # noqa: B023 - called before the loop moves on
         return backend.frame_from_dict(out, index=df.index)
 
     def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:

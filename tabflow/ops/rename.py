@@ -80,4 +80,4 @@ class Rename(Operator):
             return {old: self.f(old) for old in col_selector.names}
         if self.postfix is not None:
             return {old: f"{old}{self.postfix}" for old in col_selector.names}
-        return {old: self.name for old in col_selector.names}
+        return {old: str(self.name) for old in col_selector.names}

@@ -447,7 +447,7 @@ def _hashable(value: Any, ctx: _Context) -> Any:
 def _is_sparse(value: Any) -> bool:
     # Checked by module name so that saving never imports scipy or cupy just to ask.
     module = type(value).__module__
-    return (module.startswith("scipy.sparse") or module.startswith("cupyx.scipy.sparse")) and hasattr(value, "tocoo")
+    return module.startswith(("scipy.sparse", "cupyx.scipy.sparse")) and hasattr(value, "tocoo")
 
 
 def _encode_sparse(value: Any, directory: str, key: str) -> dict:

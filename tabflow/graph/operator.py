@@ -46,6 +46,7 @@ import threading
 from enum import Flag, auto
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel, renaming_kernels
 from tabflow.graph.node import Node, as_node
 from tabflow.graph.selector import ColumnSelector
@@ -224,7 +225,7 @@ class Operator(metaclass=_OperatorMeta):
         return []
 
     # ---------------------------------------------------------------- transform
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         """Return a frame with the op's output columns. The default passes columns through."""
         return df[col_selector.names]
 
@@ -552,7 +553,7 @@ class StatOperator(Operator):
     [-1.0, 1.0]
     """
 
-    def fit_partition(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def fit_partition(self, col_selector: ColumnSelector, df: Frame) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement fit_partition or fit")
 
     def combine_partials(self, partials: list[Any]) -> Any:

@@ -14,6 +14,7 @@ import dask.utils
 import numpy as np
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _vocab, _vocab_files, _vocab_kernels
@@ -557,7 +558,7 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.out_path = new_path
 
     # --------------------------------------------------------------- transform
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         backend = backend_for(df)
         dtype = self.output_dtype

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats, null_mask
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
@@ -87,7 +88,7 @@ class FillMissing(FillsNulls, Operator):
                     "string columns; use a numeric fill_val for them (a separate FillMissing)"
                 )
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         return fill_columns(df, col_selector.names, {n: self.fill_val for n in col_selector.names}, self.add_binary_cols)
 
     def filled_dtype(self, dtype: str) -> str:

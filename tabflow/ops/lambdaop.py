@@ -6,6 +6,7 @@ import inspect
 from typing import Any, Callable
 
 from tabflow.backends import SAMPLE_VARIANTS, backend_for, get_backend
+from tabflow.backends.protocol import Frame
 from tabflow.exceptions import UntrustedCodeError
 from tabflow.graph.node import Node, register_function_op
 from tabflow.graph.selector import ColumnSelector
@@ -119,7 +120,7 @@ class LambdaOp(Operator):
             raise TypeError(f"LambdaOp needs a callable f, got {self.f!r}")
         _arity(self.f)  # a function that takes neither one nor two arguments is a ValueError
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         out = {}
         for name in col_selector.names:

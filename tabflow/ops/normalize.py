@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
@@ -95,7 +96,7 @@ class Normalize(StatOperator):
         self.means_ = {name: m[1] if m[0] else float("nan") for name, m in partial.items()}
         self.stds_ = {name: float(np.sqrt(m[2] / (m[0] - 1))) if m[0] > 1 else 0.0 for name, m in partial.items()}
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         if isinstance(df, Mapping):  # NVTabular's dict of NumPy / CuPy arrays
             return map_arrays(df, col_selector.names, self._standardize, self.output_dtype)

@@ -23,7 +23,7 @@ MIN_TEST_TOOLS ?= pytest pytest-timeout xxhash
 MIN_TESTS ?= tests
 MIN_DESELECT := $(shell grep -v '^\#' .ci/min-deselect.txt)
 
-.PHONY: venv demo test test-strict test-min docs bench dist clean
+.PHONY: venv demo test test-strict test-min docs lint typecheck bench dist clean
 
 # The pins are repeated in the second install so that no extra can move torch off the pair.
 $(VENV)/.installed: pyproject.toml
@@ -56,6 +56,13 @@ $(VENV)/.docs-installed: $(VENV)/.installed
 
 docs: $(VENV)/.docs-installed
 	$(VENV)/bin/mkdocs build --strict
+
+# Lint rules and the type checker's settings are in pyproject.toml ([tool.ruff], [tool.mypy]).
+lint: venv
+	$(VENV)/bin/ruff check tabflow tests benchmarks scripts conftest.py
+
+typecheck: venv
+	$(PY) -m mypy
 
 $(MIN_VENV)/.installed: pyproject.toml .ci/min_constraints.py
 	rm -rf $(MIN_VENV)

@@ -392,7 +392,7 @@ def check_requirements(cpu: bool | None = None) -> None:
     >>> with mock.patch.dict(sys.modules, {"fastai": None}):
     ...     check_requirements()
     Traceback (most recent call last):
-    ImportError: the demo trains with fastai, which is not installed: pip install "tabflow-etl[fastai]"
+    ImportError: the demo trains with fastai, which is not installed: pip install ...[fastai]"
     """
     missing = missing_modules(_TRAINING_MODULES)
     if missing:

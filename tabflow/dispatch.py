@@ -2,7 +2,7 @@
 
 Scripts and custom ops that call them need only their imports changed: ``import tabflow as
 nvt`` then ``nvt.dispatch.make_df(...)``, or ``from tabflow.dispatch import make_df``. The
-functions live in :mod:`tabflow.backends.dispatch`, built on the engine backends; this module
+functions live in :mod:`tabflow.compat.dispatch`, built on the engine backends and `tabflow.io`; this module
 is their public name.
 
 Examples
@@ -14,8 +14,8 @@ Examples
 
 from __future__ import annotations
 
-from tabflow.backends import dispatch as _implementation
-from tabflow.backends.dispatch import __getattr__  # noqa: F401  (HAS_GPU, DataFrameType, SeriesType when first read)
+from tabflow.compat import dispatch as _implementation
+from tabflow.compat.dispatch import __getattr__  # noqa: F401  (HAS_GPU, DataFrameType, SeriesType when first read)
 
 __all__ = list(_implementation.__all__)
 

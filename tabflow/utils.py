@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import dask
 
-from tabflow import dispatch
+from tabflow.backends import gpu_available
 from tabflow.io.cluster import Distributed, Serial, global_dask_client, set_dask_client
 from tabflow.io.download import download_file
 
@@ -46,7 +46,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # merlin's ``HAS_GPU``, known only by looking for a GPU: done when first read, not at import.
     if name == "HAS_GPU":
-        return dispatch.HAS_GPU
+        return gpu_available()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -262,7 +262,7 @@ class Workflow:
         (partials,) = self._compute_pass(number, nodes, progress, combined)
         for node, partial in zip(nodes, partials):
             node.op.fit_finalize(partial)
-            node.op._fitted_by_workflow = True
+            node.op.mark_fitted()
 
     def _legacy_fit(self, ddf: Any, node: Node, dataset: Any, number: int, progress: bool) -> None:
         meta = get_backend(dataset.engine).empty_frame(node.input_schema.dtypes)
@@ -273,12 +273,11 @@ class Workflow:
         # Legacy ops keep statistics under any attribute name; remember which ones were set
         # so that saving the workflow keeps them.
         params = set(node.op._param_names())
-        node.op._state_names = sorted(
+        node.op.mark_fitted(
             name
             for name, value in vars(node.op).items()
             if not name.startswith("_") and name not in params and (name not in before or before[name] is not value)
         )
-        node.op._fitted_by_workflow = True
 
     def _compute_pass(self, number: int, nodes: list[Node], progress: bool, *collections: Any) -> tuple:
         """Compute one fit pass's statistics, logged and with an optional progress bar."""

@@ -1,5 +1,5 @@
 """The package's import graph: no cycles (imports inside functions count) and layers that only
-look down: schema -> backends -> ops / graph / workflow -> loader -> torch modules.
+look down: schema -> backends -> ops / graph / workflow -> compat -> loader -> torch modules.
 
 The graph is read from the source with ``ast`` (every ``import`` statement, wherever it is),
 so a cycle closed by a deferred import is found as surely as a top-level one.
@@ -121,10 +121,13 @@ def test_no_import_cycles():
 LAYERS = [
     ("foundation", ["tabflow.exceptions", "tabflow._json", "tabflow._files", "tabflow._install"]),
     ("schema", ["tabflow.schema", "tabflow.dtypes"]),
-    ("backends", ["tabflow.backends", "tabflow.dispatch"]),
+    ("backends", ["tabflow.backends"]),
     ("graph", ["tabflow.selector", "tabflow.graph", "tabflow.ops", "tabflow.serialize"]),
     ("data", ["tabflow.io", "tabflow.dataset", "tabflow.datasets"]),
     ("workflow", ["tabflow.workflow", "tabflow.viz", "tabflow.testing", "tabflow.utils", "tabflow.tools"]),
+    # What exists only for NVTabular/merlin code, and the aliases at the import paths that
+    # code uses: nothing below depends on it, so it can shrink without touching the rest.
+    ("compat", ["tabflow.compat", "tabflow.dispatch", "tabflow.schema.io"]),
     ("loader", ["tabflow.loader"]),
     ("torch modules", ["tabflow.framework_utils"]),
     ("applications", ["tabflow.demo", "tabflow.cli", "tabflow.__main__", "tabflow"]),
@@ -181,3 +184,34 @@ def test_pandas_internals_are_read_in_one_module():
             elif isinstance(node, ast.Import) and any(alias.name.startswith(_PANDAS_PRIVATE_MODULES) for alias in node.names):
                 readers.add(module)
     assert readers <= {"tabflow.backends._pandas_blocks"}, readers
+
+
+# The engine modules a layer above may import: the package, its protocol, the host kernels
+# it shares and the list-key names; the rest (each engine, its private helpers) stays behind
+# the protocol.
+_PUBLIC_BACKEND_MODULES = {"tabflow.backends", "tabflow.backends.protocol", "tabflow.backends.kernels", "tabflow.backends.list_keys"}
+
+
+def test_engines_stay_behind_their_seam():
+    reaching = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if not module.startswith("tabflow.backends")
+        for target in targets
+        if target.startswith("tabflow.backends.") and target not in _PUBLIC_BACKEND_MODULES
+    )
+    assert reaching == []
+
+
+def test_dtype_names_come_from_the_schema():
+    # Naming a dtype is engine-neutral (schema/dtypes.py); asking an engine by name for it
+    # ties an op to that engine.
+    asking = sorted(
+        module
+        for module, path in MODULES.items()
+        if module.startswith(("tabflow.ops", "tabflow.graph"))
+        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "canonical_dtype"
+        and isinstance(node.func.value, ast.Call) and getattr(node.func.value.func, "id", None) == "get_backend"
+    )
+    assert asking == []

@@ -56,7 +56,7 @@ def test_nvt_dispatch_make_df_is_pandas_on_cpu():
 
 
 def test_public_module_reexports_every_name():
-    from tabflow.backends import dispatch as implementation
+    from tabflow.compat import dispatch as implementation
 
     assert dispatch.__all__ == implementation.__all__
     for name in dispatch.__all__:
@@ -703,7 +703,7 @@ def test_dict_from_df_refuses_what_arrays_cannot_hold():
 
 # ----------------------------------------------------------------------------------- nvtx
 def test_annotate_without_nvtx_changes_nothing(monkeypatch):
-    from tabflow.backends import dispatch as implementation
+    from tabflow.compat import dispatch as implementation
 
     monkeypatch.setattr(implementation, "_nvtx", lambda: None)
 
@@ -717,7 +717,7 @@ def test_annotate_without_nvtx_changes_nothing(monkeypatch):
 
 
 def test_annotate_uses_nvtx_when_installed(monkeypatch):
-    from tabflow.backends import dispatch as implementation
+    from tabflow.compat import dispatch as implementation
 
     calls = []
 

@@ -12,10 +12,14 @@ import re
 import subprocess
 import sys
 import tomllib
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tabflow._install import DISTRIBUTION, install_source, missing_modules, pip_install
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

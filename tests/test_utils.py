@@ -100,7 +100,7 @@ def test_host_memory_without_psutil(monkeypatch, no_cuda):
 
 def test_host_memory_without_psutil_or_proc_meminfo(monkeypatch):
     monkeypatch.setitem(sys.modules, "psutil", None)
-    monkeypatch.setattr(tabflow.utils, "_read_meminfo", lambda: {})
+    monkeypatch.setattr(tabflow.utils, "_read_meminfo", dict)
     expected = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     assert device_mem_size("total", cpu=True) == expected
 

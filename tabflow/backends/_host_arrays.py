@@ -93,6 +93,7 @@ def from_pandas(column: Any, canonical: str) -> tuple[np.ndarray, np.ndarray | N
         return np.asarray(array.to_numpy(dtype=object, na_value=None), dtype=object), None
     if has_mask(canonical):
         dtype = value_dtype(canonical)
+        assert dtype is not None  # every masked dtype has a NumPy value dtype
         return array.to_numpy(dtype=dtype, na_value=dtype.type(0)), np.asarray(array.isna(), dtype=bool)
     return np.asarray(array), None
 

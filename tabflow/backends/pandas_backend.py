@@ -284,7 +284,7 @@ class PandasBackend:
         """
         converted = {}
         for name, dtype in frame.dtypes.items():
-            if dtype != object:
+            if dtype != object:  # noqa: E721 - a dtype equals `object` when it is NumPy's object dtype
                 continue
             present = frame[name].dropna()
             if len(present) and isinstance(present.iloc[0], (list, tuple, np.ndarray)):

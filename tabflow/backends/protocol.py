@@ -34,7 +34,11 @@ again. The strict engine (:mod:`tabflow.backends.strict_backend`) runs the panda
 with ``EngineArray`` of a type of its own, so that the CPU test suite catches an op that
 mixes the two kinds before a GPU does. Making tensors of engine arrays is the loader's job.
 
-``Frame``, ``Series`` and ``Index`` are the engine's (pandas or cuDF) objects.
+``Frame``, ``Series`` and ``Index`` are the engine's (pandas or cuDF) objects. Besides the
+methods of :class:`Backend`, ops call a short list of methods on them directly, the ones both
+engines share with the same meaning: :data:`FRAME_METHODS` (``tests/backends/test_protocol.py``
+scans ``tabflow/ops`` for any other pandas method called on a frame, and checks that cuDF has
+every listed one).
 
 Examples
 --------
@@ -48,18 +52,41 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, TypeAlias, Union
 
 import numpy as np
 
-if TYPE_CHECKING:  # a name for type checkers only: importing cupy here would probe for a GPU
+if TYPE_CHECKING:  # names for type checkers only: importing cupy here would probe for a GPU
     import cupy
+    import pandas as pd
 
-__all__ = ["Backend", "Allocate", "HostArray", "EngineArray", "ParquetFileWriter"]
+__all__ = ["Backend", "FRAME_METHODS", "Allocate", "HostArray", "EngineArray", "Frame", "Series", "Index", "ParquetFileWriter"]
 
-Frame = Any
-Series = Any
-Index = Any
+#: A frame of either engine: ``pandas.DataFrame`` or ``cudf.DataFrame``. Type checkers see
+#: it through pandas (cuDF follows pandas' API for the methods ops call, see FRAME_METHODS);
+#: at run time the name is a string, so cuDF is never imported for an annotation.
+Frame: TypeAlias = "pd.DataFrame"
+#: A series of either engine.
+Series: TypeAlias = "pd.Series"
+#: An index of either engine.
+Index: TypeAlias = "pd.Index"
+
+#: The pandas-API methods ops may call on an engine's frames, series and group-bys (besides
+#: :class:`Backend`'s), because pandas and cuDF give them the same meaning. Reductions and
+#: conversions that engine arrays share (``sum``, ``astype``, ``to_numpy``, ...) are listed too.
+FRAME_METHODS = frozenset({
+    # missing values
+    "isna", "notna", "fillna", "dropna", "where", "mask",
+    # shape and labels
+    "assign", "drop", "drop_duplicates", "rename", "reset_index", "set_axis", "sort_values", "shift",
+    # group-bys and arithmetic
+    "groupby", "agg", "transform", "multiply", "map",
+    # reductions and conversions (arrays have them too)
+    "all", "any", "sum", "min", "max", "mean", "astype", "clip", "copy", "take", "to_numpy",
+    "to_dict", "tolist", "memory_usage",
+    # writing a host table (the vocabulary files)
+    "to_parquet",
+})
 #: A NumPy array in host memory, whatever the engine (see "Where arrays live" above).
 HostArray = np.ndarray
 #: An array of the engine's array module :attr:`Backend.xp` (see "Where arrays live" above);

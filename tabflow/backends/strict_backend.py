@@ -42,6 +42,7 @@ TypeError: a host (NumPy) array was given where a device array is expected (stri
 from __future__ import annotations
 
 import sys
+import types
 from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
@@ -202,7 +203,7 @@ class DeviceArray(np.lib.mixins.NDArrayOperatorsMixin):
 def _called_by_frame_library() -> bool:
     """True when the code that reached a NumPy entry point is pandas' own (NumPy's and this
     module's frames skipped)."""
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if module != __name__ and not module.startswith("numpy"):

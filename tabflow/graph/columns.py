@@ -174,8 +174,8 @@ def _check_same_rows(frames: Sequence[Any]) -> None:
     """Columns side by side must describe the same rows; a row filter (ops.Filter,
     ops.Dropna) in one branch of ``+`` only would otherwise pair unrelated rows or pad with
     nulls."""
-    first = frames[0] if frames else None
     for frame in frames[1:]:
+        first = frames[0]
         if len(frame) != len(first) or not frame.index.equals(first.index):
             raise ValueError(
                 f"cannot put columns {list(first.columns)} and {list(frame.columns)} side by side: they "

@@ -19,15 +19,17 @@ Examples
 
 from __future__ import annotations
 
+import operator
 import pickle
 import threading
 import uuid
-from typing import Any, Sequence
+from typing import Any, Sequence, SupportsIndex
 
 import cloudpickle
 import dask
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.columns import input_frame
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
@@ -66,7 +68,7 @@ class GraphRunner:
         runner._graph, runner._serialized, runner._lock = None, serialized, threading.Lock()
         return runner
 
-    def __reduce_ex__(self, protocol: int) -> tuple[Any, tuple[Any]]:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, tuple[Any]]:
         with self._lock:
             if self._serialized is None:
                 # cloudpickle: users' ops may hold lambdas (LambdaOp) or classes defined in
@@ -75,7 +77,7 @@ class GraphRunner:
             serialized = self._serialized
         # Protocol 5 lets dask send the bytes as they are, without copying them into each
         # submission's message (a copy that arrived so holds a view of dask's buffer).
-        if protocol >= 5:
+        if operator.index(protocol) >= 5:
             return GraphRunner._from_bytes, (pickle.PickleBuffer(serialized),)
         return GraphRunner._from_bytes, (bytes(serialized),)
 
@@ -98,20 +100,20 @@ class GraphRunner:
         """The dtypes input frames are conformed to (None: taken as they come)."""
         return self._live_graph()[1]
 
-    def transform(self, frame: Any) -> Any:
+    def transform(self, frame: Frame) -> Frame:
         """The first target's output for ``frame``."""
         targets, input_schema = self._live_graph()
         if input_schema is not None:
             frame = conform(frame, input_schema)
         return evaluate(targets[0], frame, {})
 
-    def node_inputs(self, frame: Any) -> list[Any]:
+    def node_inputs(self, frame: Frame) -> list[Frame]:
         """What each target node's op receives for ``frame`` (parents' and dependencies' columns)."""
         cache: dict[int, Any] = {}
         return [_node_input(node, frame, cache) for node in self.targets]
 
 
-def conform(frame: Any, schema: Schema) -> Any:
+def conform(frame: Frame, schema: Schema) -> Frame:
     """Cast columns to the dtypes ``schema`` declares, where no value changes: a workflow's
     input columns to the dtypes it was fitted on, a user function's outputs to the dtypes
     its op declared.
@@ -135,7 +137,7 @@ def conform(frame: Any, schema: Schema) -> Any:
     return frame.assign(**columns) if columns else frame
 
 
-def evaluate(node: Any, frame: Any, cache: dict[int, Any]) -> Any:
+def evaluate(node: Any, frame: Frame, cache: dict[int, Frame]) -> Frame:
     """The output of ``node`` for the input ``frame`` (``cache`` holds nodes already run)."""
     if node.id in cache:
         return cache[node.id]
@@ -146,7 +148,7 @@ def evaluate(node: Any, frame: Any, cache: dict[int, Any]) -> Any:
     return out
 
 
-def _node_input(node: Any, frame: Any, cache: dict[int, Any]) -> Any:
+def _node_input(node: Any, frame: Frame, cache: dict[int, Frame]) -> Frame:
     parts = [evaluate(p, frame, cache) for p in node.parents]
     parts += [evaluate(d, frame, cache) for d in node.dependencies]
     return input_frame(parts, node.input_schema.column_names, frame)
@@ -183,15 +185,15 @@ def fit_partials(ddf: Any, runner: GraphRunner, split_every: int) -> Any:
     return partials[0]
 
 
-def _transform_partition(frame: Any, runner: GraphRunner) -> Any:
+def _transform_partition(frame: Frame, runner: GraphRunner) -> Frame:
     return runner.transform(frame)
 
 
-def _node_inputs_partition(frame: Any, runner: GraphRunner) -> Any:
+def _node_inputs_partition(frame: Frame, runner: GraphRunner) -> Any:
     return runner.node_inputs(frame)[0]
 
 
-def _fit_partition(runner: GraphRunner, frame: Any) -> list[Any]:
+def _fit_partition(runner: GraphRunner, frame: Frame) -> list[Any]:
     inputs = runner.node_inputs(frame)
     return [node.op.fit_partition(node.input_selector, data) for node, data in zip(runner.targets, inputs)]
 

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tabflow.backends._host_arrays import hash_values, value_dtype
+from tabflow.backends.kernels import hash_values, value_dtype
 from tabflow.schema import Schema
 from tabflow.schema import dtypes as _dtypes
 

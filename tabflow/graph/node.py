@@ -319,6 +319,7 @@ class Subgraph(Node):
 
     @property
     def name(self) -> str:
+        assert isinstance(self.step, Nested)  # set so in __init__
         return self.step.name
 
 
@@ -327,7 +328,7 @@ def _rebind(output: Node, source: Node) -> Node:
     ``source``'s columns instead of the data's (ops and steps are shared, nodes are new)."""
     copies: dict[int, Node] = {}
     for node in [*output.ancestors(), output]:
-        if isinstance(node.step, Select):
+        if isinstance(node.step, Select) and node.step.selector is not None:
             copies[node.id] = Node(parents=[source], step=Subset(node.step.selector))
         else:
             copies[node.id] = Node(

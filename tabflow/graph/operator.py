@@ -44,8 +44,9 @@ import inspect
 import os
 import threading
 from enum import Flag, auto
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel, renaming_kernels
 from tabflow.graph.node import Node, as_node
 from tabflow.graph.selector import ColumnSelector
@@ -224,7 +225,7 @@ class Operator(metaclass=_OperatorMeta):
         return []
 
     # ---------------------------------------------------------------- transform
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         """Return a frame with the op's output columns. The default passes columns through."""
         return df[col_selector.names]
 
@@ -552,7 +553,7 @@ class StatOperator(Operator):
     [-1.0, 1.0]
     """
 
-    def fit_partition(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def fit_partition(self, col_selector: ColumnSelector, df: Frame) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement fit_partition or fit")
 
     def combine_partials(self, partials: list[Any]) -> Any:
@@ -581,6 +582,28 @@ class StatOperator(Operator):
     def fitted(self) -> bool:
         # Legacy subclasses may keep state under names without "_": the workflow marks them.
         return bool(self.fitted_state()) or getattr(self, "_fitted_by_workflow", False)
+
+    def mark_fitted(self, state_names: Iterable[str] = ()) -> None:
+        """Record that a fit (or a load) gave this op its statistics.
+
+        ``state_names`` are the attributes without a trailing ``_`` that hold statistics of an
+        NVTabular-style op (its ``fit_finalize`` may name them freely), so that
+        :meth:`fitted_state` and saving keep them.
+
+        Examples
+        --------
+        >>> from tabflow.graph.operator import StatOperator
+        >>> class Legacy(StatOperator):
+        ...     def fit(self, col_selector, ddf):
+        ...         return None
+        >>> op = Legacy()
+        >>> op.means = {"a": 1.0}
+        >>> op.mark_fitted(["means"])
+        >>> op.fitted, op.fitted_state()
+        (True, {'means': {'a': 1.0}})
+        """
+        self._state_names = sorted(state_names)
+        self._fitted_by_workflow = True
 
     def clear(self) -> None:
         """Forget fitted statistics."""

@@ -32,13 +32,13 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
-from tabflow.backends import _host_arrays
+from tabflow.backends import kernels as host_kernels
+from tabflow.backends.kernels import is_request, request_frame
 from tabflow.exceptions import MissingColumnError
-from tabflow.backends._host_arrays import is_request, request_frame
 from tabflow.graph.executor import GraphRunner
 from tabflow.graph.kernels import Block, Kernel, supported
 from tabflow.graph.steps import Apply, Concat, Drop, Nested, Select, Subset
@@ -124,7 +124,7 @@ class ServingPlan:
             produced = self._compile_node(output_node, refs, {})
             self._outputs = self._compile_outputs([(name, produced[name]) for name in self.output_schema.column_names])
             self._frame_parts = self._compile_frame_parts(self._outputs)
-            self._output_labels = _host_arrays.column_labels(self.output_schema.column_names)
+            self._output_labels = host_kernels.column_labels(self.output_schema.column_names)
         except _Unsupported as reason:
             self.unsupported = str(reason)
         # Facts about the request frames seen, by column labels: a memo, not state (any
@@ -225,7 +225,8 @@ class ServingPlan:
         if len(registers) == 1:
             register = refs[0].register
             positions = [ref.position for ref in refs]
-            if positions == list(range(self._widths[register])):
+            width = self._widths[register]
+            if width is not None and positions == list(range(width)):
                 return operator.itemgetter(register)
             return _Take(register, np.array(positions, dtype=np.intp))
         return _Stack([(ref.register, ref.position) for ref in refs])
@@ -235,7 +236,7 @@ class ServingPlan:
         NumPy columns of one block, ``("column", name, ref)`` for the others."""
         runs: list[tuple] = []
         for name, ref in outputs:
-            numpy = self._widths[ref.register] is not None and not _host_arrays.has_mask(ref.dtype) and _host_arrays.value_dtype(ref.dtype).kind != "O"
+            numpy = self._widths[ref.register] is not None and not host_kernels.has_mask(ref.dtype) and host_kernels.value_dtype(ref.dtype).kind != "O"
             if not numpy:
                 runs.append(("column", name, ref))
             elif runs and runs[-1][0] == "block" and runs[-1][1] == ref.register:
@@ -288,7 +289,7 @@ class ServingPlan:
         """
         if isinstance(request, Mapping):
             return self._serve_dict(request)
-        if not _host_arrays.is_frame(request):
+        if not host_kernels.is_frame(request):
             raise TypeError(f"a serving request is a pandas DataFrame or a dict of columns, got {type(request).__name__}")
         return self._serve_frame(request)
 
@@ -308,7 +309,7 @@ class ServingPlan:
     def _layout(self, frame: Any) -> "_FrameLayout":
         """What the plan needs to know of a frame's columns, built once per set of column
         labels and of dtype keys (see _dtype_key)."""
-        columns, dtypes = _host_arrays.frame_layout(frame)
+        columns, dtypes = host_kernels.frame_layout(frame)
         key = tuple(columns)
         known = self._layouts.get(key)
         if known is None:
@@ -330,14 +331,14 @@ class ServingPlan:
             except _BatchPath:
                 pass
         out = self._serve_frame(request_frame(request, self.input_schema.column_names))
-        return {name: _host_arrays.frame_column(out[name]) for name in out.columns}
+        return {name: host_kernels.frame_column(out[name]) for name in out.columns}
 
     def _run(self, registers: list, request: "_Request") -> None:
         # The batch path computes with pandas, which silences NumPy's floating-point warnings
         # (NaN and infinities are documented results); ops run by their transform get the
         # caller's settings back.
         if self.fallbacks:
-            request.errors = np.geterr()
+            request.errors = dict(np.geterr())
         with np.errstate(all="ignore"):
             for step in self._steps:
                 step(registers, request)
@@ -354,7 +355,7 @@ class ServingPlan:
                 parts.append(registers[part[1]].values[part[2]])
             else:
                 parts.append({name: _column(registers, ref) for name, ref in part[1]})
-        return _host_arrays.frame_of_parts(parts, self._output_labels, index)
+        return host_kernels.frame_of_parts(parts, self._output_labels, index)
 
     def _columns(self, registers: list) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -373,14 +374,14 @@ class ServingPlan:
     def _read_frame(self, frame: Any, layout: "_FrameLayout", rows: int, registers: list) -> None:
         table = None
         if rows <= _CELL_ROWS and layout.cell_positions:
-            table = _host_arrays.frame_cells(frame, layout.cell_positions)
+            table = host_kernels.frame_cells(frame, layout.cell_positions)
         for (dtype, names, register), groups in zip(self._input_blocks, layout.groups):
             if table is None:
-                registers[register] = _block_of([_host_arrays.conform(frame[name], dtype) for name in names], dtype)
+                registers[register] = _block_of([host_kernels.conform(frame[name], dtype) for name in names], dtype)
             else:
                 registers[register] = _cells_block(frame, table, groups, names, rows, dtype)
         for name, dtype, register in self._input_opaque:
-            array = _host_arrays.conform_pandas(frame[name], dtype)
+            array = host_kernels.conform_pandas(frame[name], dtype)
             if array is None:
                 raise _BatchPath
             registers[register] = array
@@ -392,11 +393,11 @@ class ServingPlan:
             return None
         values = [request[name] for name in self._block_names]
         scalars = _SCALARS.issuperset(map(type, values)) or not any(
-            isinstance(value, _host_arrays.SEQUENCES) for value in values
+            isinstance(value, host_kernels.SEQUENCES) for value in values
         )
         if scalars:
             rows = 1
-        elif all(isinstance(value, _host_arrays.SEQUENCES) and np.ndim(value) == 1 for value in values):
+        elif all(isinstance(value, host_kernels.SEQUENCES) and np.ndim(value) == 1 for value in values):
             lengths = {len(value) for value in values}
             if len(lengths) != 1:
                 return None
@@ -408,7 +409,7 @@ class ServingPlan:
             group = values[start : start + len(names)]
             start += len(names)
             if scalars:
-                converted = _host_arrays.from_python(group, (len(names), 1), dtype)
+                converted = host_kernels.from_python(group, (len(names), 1), dtype)
                 if converted is None:
                     return None
                 registers[register] = Block(*converted)
@@ -433,11 +434,11 @@ class _Request:
     def __init__(self, rows: int, index: Any) -> None:
         self.rows = rows
         self.index = index
-        self.errors: dict[str, str] = {}
+        self.errors: dict[str, Any] = {}
 
     def frame_index(self) -> Any:
         if self.index is None:
-            self.index = _host_arrays.range_index(self.rows)
+            self.index = host_kernels.range_index(self.rows)
         return self.index
 
 
@@ -556,17 +557,17 @@ class _Fallback:
     def __call__(self, registers: list, request: _Request) -> None:
         index = request.frame_index()
         # Copies: an op may write into its input frame, and the blocks feed other steps too.
-        frame = _host_arrays.frame({name: _column(registers, ref).copy() for name, ref in self.inputs}, index)
+        frame = host_kernels.frame({name: _column(registers, ref).copy() for name, ref in self.inputs}, index)
         with np.errstate(**request.errors):
             out = self.node.step.run(self.node, [frame], [], frame)
         if len(out) != request.rows or not out.index.equals(index):
             raise _BatchPath  # rows filtered or reordered: only the batch path pairs them up
         for name, dtype, register in self.outputs:
             series = out[name]
-            if _host_arrays.canonical_dtype(series.dtype) != dtype:
+            if host_kernels.canonical_dtype(series.dtype) != dtype:
                 raise _BatchPath  # a dtype its schema does not declare: later kernels expect that one
             if supported(dtype):
-                values, nulls = _host_arrays.from_pandas(series, dtype)
+                values, nulls = host_kernels.from_pandas(series, dtype)
                 registers[register] = Block(values[None], None if nulls is None else nulls[None])
             else:
                 registers[register] = series.array
@@ -639,16 +640,16 @@ def _cells_block(
             cells = [row[position] for position in positions]
         else:
             cells = [table[row][position] for position in positions for row in range(rows)]
-        converted = _host_arrays.from_cells(cells, (len(positions), rows), source, dtype)
+        converted = host_kernels.from_cells(cells, (len(positions), rows), source, dtype)
         if converted is None:
-            block = _block_of([_host_arrays.conform(frame[names[member]], dtype) for member in members], dtype)
+            block = _block_of([host_kernels.conform(frame[names[member]], dtype) for member in members], dtype)
             converted = (block.values, block.nulls)
         parts.append((members, converted))
     if len(parts) == 1:
         return Block(*parts[0][1])
     width = sum(len(members) for members, _ in parts)
-    values = np.empty((width, rows), dtype=_host_arrays.value_dtype(dtype))
-    nulls = np.zeros(values.shape, dtype=bool) if _host_arrays.has_mask(dtype) else None
+    values = np.empty((width, rows), dtype=host_kernels.value_dtype(dtype))
+    nulls = np.zeros(values.shape, dtype=bool) if host_kernels.has_mask(dtype) else None
     for members, (part_values, part_nulls) in parts:
         values[members] = part_values
         if nulls is not None:
@@ -659,10 +660,11 @@ def _cells_block(
 def _block_of(columns: list[tuple[np.ndarray, np.ndarray | None] | None], dtype: str) -> Block:
     if any(column is None for column in columns):
         raise _BatchPath  # a value that its fitted dtype cannot hold exactly
-    values = np.stack([column[0] for column in columns])
-    if not _host_arrays.has_mask(dtype):
+    present = cast("list[tuple[np.ndarray, np.ndarray]]", columns)  # None ruled out above; masked dtypes have null masks
+    values = np.stack([column[0] for column in present])
+    if not host_kernels.has_mask(dtype):
         return Block(values)
-    return Block(values, np.stack([column[1] for column in columns]))
+    return Block(values, np.stack([column[1] for column in present]))
 
 
 def _sequence_column(value: Any, dtype: str, rows: int) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -670,10 +672,10 @@ def _sequence_column(value: Any, dtype: str, rows: int) -> tuple[np.ndarray, np.
     pandas build the frame)."""
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "iufb":
-            return _host_arrays.conform_array(value, dtype)
-        return _host_arrays.from_python(value.tolist(), (rows,), dtype)
+            return host_kernels.conform_array(value, dtype)
+        return host_kernels.from_python(value.tolist(), (rows,), dtype)
     if isinstance(value, (list, tuple)):
-        return _host_arrays.from_python(value, (rows,), dtype)
+        return host_kernels.from_python(value, (rows,), dtype)
     return None  # a pandas Series or array: pandas builds the frame
 
 
@@ -685,4 +687,4 @@ def _column(registers: list, ref: _Ref) -> Any:
     values = held.values[ref.position]
     if held.nulls is None and values.dtype.kind != "O":
         return values
-    return _host_arrays.to_pandas(values, None if held.nulls is None else held.nulls[ref.position], ref.dtype)
+    return host_kernels.to_pandas(values, None if held.nulls is None else held.nulls[ref.position], ref.dtype)

@@ -168,7 +168,7 @@ def _gpu_cluster_available() -> bool:
         return False
     try:
         return bool(cuda.is_available())
-    except Exception:  # a broken driver means: no GPU cluster
+    except Exception:  # noqa: BLE001 - a broken driver means: no GPU cluster
         return False
 
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import dask.dataframe as dd
 
 from tabflow.backends import get_backend
+from tabflow.backends.protocol import Frame
 from tabflow.io import readers
 from tabflow.io.dataframe_iter import DataFrameIter
 from tabflow.io.fs import basename, is_remote
@@ -445,11 +446,11 @@ class Dataset:
             frame = frame.reset_index(drop=True)
         return self.backend.writable(frame)
 
-    def head(self, n: int = 5) -> Any:
+    def head(self, n: int = 5) -> Frame:
         """The first ``n`` rows (looking through as many partitions as needed)."""
         return self.backend.writable(self._ddf.head(n, npartitions=-1))
 
-    def tail(self, n: int = 5) -> Any:
+    def tail(self, n: int = 5) -> Frame:
         """The last ``n`` rows of the last partition (dask's ``tail``)."""
         return self.backend.writable(self._ddf.tail(n))
 

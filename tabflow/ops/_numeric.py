@@ -11,7 +11,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from tabflow.backends import get_backend
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import Schema
@@ -121,9 +120,7 @@ def map_arrays(arrays: Mapping[str, Any], names: Sequence[str], fn: Callable[[st
 def dtype_name(dtype: Any) -> str:
     """The canonical name of a dtype given any way NVTabular scripts give one: a string, a
     numpy dtype or type (``np.float32``), or a Python type (``float``)."""
-    # Naming a dtype is engine-neutral; the pandas backend (always installed) knows every
-    # spelling, so the name is the same whichever engine runs the data.
-    return get_backend("pandas").canonical_dtype(dtype)
+    return _dtypes.canonical_dtype(dtype)
 
 
 def float_output_dtype(out_dtype: Any, input_dtype: str, default: str = "float64") -> str:

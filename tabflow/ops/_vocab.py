@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (makes pa.compute available)
 
-from tabflow.backends import backend_for, get_backend
+from tabflow.backends import backend_for
 from tabflow.schema import dtypes
 
 __all__ = [
@@ -235,12 +235,12 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
 def _ascending_strings(counts: pd.DataFrame, value_columns: list[str]) -> bool:
     # Count tables of strings arrive sorted by value (the pandas engine counts and merges
     # them that way): checking takes one pass, sorting millions of strings many.
-    if value_columns != ["value"] or not dtypes.is_string(get_backend("pandas").canonical_dtype(counts["value"].dtype)):
+    if value_columns != ["value"] or not dtypes.is_string(dtypes.canonical_dtype(counts["value"].dtype)):
         return False
-    from tabflow.backends._string_table import (
+    from tabflow.backends.kernels import (
         is_sorted_unique,  # numba: compiled on first use
+        string_buffers,
     )
-    from tabflow.backends.pandas_backend import string_buffers
 
     try:
         data, offsets, valid = string_buffers(counts["value"])
@@ -269,7 +269,7 @@ def user_vocabulary(values: Any) -> pd.DataFrame:
 def _plain_dtype(series: pd.Series) -> pd.Series:
     # Masked integer values without nulls come back from parquet as numpy ints: match that now
     # so a loaded vocabulary has the very dtypes of the fitted one.
-    canonical = get_backend("pandas").canonical_dtype(series.dtype)
+    canonical = dtypes.canonical_dtype(series.dtype)
     if series.isna().any():
         return series
     if canonical[:1] in ("I", "U") and canonical[1:].lower().startswith(("nt", "int")):
@@ -362,7 +362,7 @@ def hash_keys(backend: Any, keys: Any) -> Any:
     """
     if not backend.is_frame(keys):
         return backend.hash_values(keys)
-    from tabflow.backends._hashing import hash_combine
+    from tabflow.backends.kernels import hash_combine
 
     columns = list(keys.columns)
     hashed = backend.hash_values(keys[columns[0]])

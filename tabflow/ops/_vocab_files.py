@@ -38,6 +38,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import uuid
@@ -96,10 +97,10 @@ def write_vocabularies(
     A key whose ``split_out`` is above 1 gets a directory of at most that many part files
     (never more parts than rows, and at least one so that the columns can be read).
     """
-    writers = []
+    writers: list[tuple[str, Callable[[str], object]]] = []
     for key, (unique, meta) in tables.items():
-        writers.append((unique_path(out_path, key), lambda staged, t=unique, k=key: _write_unique(t, staged, int(split_out.get(k, 1)))))
-        writers.append((_meta_path(out_path, key), lambda staged, t=meta: t.to_parquet(staged, index=False)))
+        writers.append((unique_path(out_path, key), functools.partial(_write_unique, unique, split_out=int(split_out.get(key, 1)))))
+        writers.append((_meta_path(out_path, key), functools.partial(meta.to_parquet, index=False)))
     _publish(out_path, writers)
     return {key: unique_path(out_path, key) for key in tables}
 

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from tabflow.backends import get_backend
-from tabflow.backends._host_arrays import frame as host_frame
-from tabflow.backends._host_arrays import to_pandas
+from tabflow.backends.kernels import frame as host_frame
+from tabflow.backends.kernels import to_pandas
 from tabflow.graph.kernels import Block, Kernel, hashes, null_mask, supported
 from tabflow.ops._vocab import COUNT, NULL_INDEX, OOV_INDEX, Unit, hash_keys
 from tabflow.schema import Schema
@@ -155,7 +155,7 @@ def _combo_kernel(unit: Unit, input_schema: Schema, table: dict, n_oov: int, shi
 
 def _comparable(source: str, vocab_dtype: str) -> bool:
     """Whether Python equality of a column's and a vocabulary's values is the engine's."""
-    vocab = get_backend("pandas").canonical_dtype(vocab_dtype)
+    vocab = _dtypes.canonical_dtype(vocab_dtype)
     kinds = [_kind(source), _kind(vocab)]
     return kinds[0] is not None and kinds[0] == kinds[1] and "uint64" not in (source.lower(), vocab.lower())
 

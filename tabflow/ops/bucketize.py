@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric
@@ -81,7 +82,7 @@ class Bucketize(SchemaFromColumns, Operator):
         for name in col_selector.names:
             self._boundaries(name)
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         xp = backend.xp
         out = {}

@@ -14,6 +14,7 @@ import dask.utils
 import numpy as np
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _vocab, _vocab_files, _vocab_kernels
@@ -207,7 +208,7 @@ class Categorify(SchemaFromColumns, StatOperator):
     def __init__(
         self,
         freq_threshold: int | Mapping[str, int] = 0,
-        out_path: str | None = None,
+        out_path: str | os.PathLike | None = None,
         cat_cache: Any = "host",
         dtype: Any = None,
         on_host: bool = True,
@@ -481,7 +482,7 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.vocabs_, self.oov_slots_, self.null_counts_ = vocabs, slots, nulls
         self.encodings_, self.combo_inputs_ = encodings, combos
         self.offsets_ = _single_table_offsets(vocabs, slots) if self.single_table else {}
-        self._tables = {}
+        self._tables: dict[str, Any] = {}
 
     def _finalize_unit(self, unit: _vocab.Unit, unit_counts: Any) -> tuple[Any, int, tuple[int, int, int] | None]:
         """``(vocabulary, null count, (nulls, dropped, kept) or None)`` of one unit."""
@@ -519,6 +520,7 @@ class Categorify(SchemaFromColumns, StatOperator):
             unique = _vocab_files.unique_table(unit, vocabs[key], n_oov, with_counts=key in observed, shift=shift)
             tables[key] = (unique, _vocab_files.meta_table(n_oov, len(unique), observed.get(key), shift=shift))
             split_out[key] = _vocab.per_column(self.split_out, unit, 1)
+        assert self.out_path is not None  # fit_finalize writes only with an out_path
         _vocab_files.write_vocabularies(self.out_path, tables, split_out)
 
     def clear(self) -> None:
@@ -556,7 +558,7 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.out_path = new_path
 
     # --------------------------------------------------------------- transform
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         backend = backend_for(df)
         dtype = self.output_dtype

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric
@@ -61,7 +62,7 @@ class Clip(Operator):
             raise ValueError(f"Clip min_value ({self.min_value}) is greater than max_value ({self.max_value})")
         require_numeric(input_schema, col_selector, "Clip")
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         out = {}
         for name in col_selector.names:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import Operator
@@ -61,7 +62,7 @@ class ColumnSimilarity(Operator):
         self.metric = metric
         self.on_device = on_device
 
-    def _pairs(self, col_selector: ColumnSelector) -> list[tuple[str, str]]:
+    def _pairs(self, col_selector: ColumnSelector) -> list[tuple[str, ...]]:
         return [tuple(g) for g in col_selector.grouped_names if not isinstance(g, str)]
 
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
@@ -86,7 +87,7 @@ class ColumnSimilarity(Operator):
             prepared = self.__dict__["_prepared"] = (left, right)
         return prepared
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         compute = backend if self.on_device else get_backend("pandas")
         left, right = self._matrices()

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import merge_moments
 from tabflow.ops.operator import StatOperator
@@ -143,7 +144,7 @@ class DataStats(StatOperator):
         output = {}
         table = self.stats_.astype(object).where(self.stats_.notna(), None)  # missing values as None
         for record in table.to_dict("records"):
-            stats = {
+            stats: dict[str, Any] = {
                 "dtype": str(record["dtype"]),
                 "min": _number(record["min"]),
                 "max": _number(record["max"]),
@@ -161,7 +162,7 @@ class DataStats(StatOperator):
             output[str(record["column"])] = stats
         return output
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         return df[col_selector.names]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
 from tabflow.ops._numeric import require_numeric
@@ -63,7 +64,7 @@ class DifferenceLag(Operator):
         gs.require_columns(input_schema, gs.as_names(self.partition_cols), "partition_cols", "DifferenceLag")
         require_numeric(input_schema, col_selector, "DifferenceLag")
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         keys = gs.as_names(self.partition_cols)
         out = {}

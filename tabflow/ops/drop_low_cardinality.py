@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
@@ -50,14 +51,14 @@ class DropLowCardinality(Operator):
     def _keeps(self, column: ColumnSchema) -> bool:
         if Tags.CATEGORICAL not in column.tags:
             return True
-        domain = column.properties.get("domain")
+        domain: Any = column.properties.get("domain")
         high = domain.get("max") if hasattr(domain, "get") else None
         return high is None or high >= self.min_cardinality
 
     def compute_output_schema(self, input_schema: Schema, col_selector: ColumnSelector, prev_output_schema: Any = None) -> Schema:
         return Schema([input_schema[name] for name in col_selector.names if self._keeps(input_schema[name])])
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         # Which columns go is decided by the schema (compute_output_schema); the workflow
         # keeps the declared output columns of what transform returns.
         return df[col_selector.names]

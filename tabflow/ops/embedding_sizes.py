@@ -50,7 +50,8 @@ def get_embedding_sizes(
     """
     schema = _output_schema(source)
     dtypes = output_dtypes if isinstance(output_dtypes, Mapping) else {}
-    single, multi = {}, {}
+    single: dict[str, Any] = {}
+    multi: dict[str, Any] = {}
     for column in schema.select_by_tag(Tags.CATEGORICAL):
         properties = column.properties
         sizes = properties.get("embedding_sizes") or {}

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
@@ -87,7 +88,7 @@ class FillMedian(FillsNulls, StatOperator):
         warn_no_finite_values("FillMedian", [n for n, m in medians.items() if math.isnan(m)], "keep their nulls")
         self.medians_ = medians
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         return fill_columns(df, col_selector.names, self.medians_, self.add_binary_cols, _median_dtype)
 

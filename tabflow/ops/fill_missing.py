@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats, null_mask
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
@@ -87,7 +88,7 @@ class FillMissing(FillsNulls, Operator):
                     "string columns; use a numeric fill_val for them (a separate FillMissing)"
                 )
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         return fill_columns(df, col_selector.names, {n: self.fill_val for n in col_selector.names}, self.add_binary_cols)
 
     def filled_dtype(self, dtype: str) -> str:
@@ -112,9 +113,10 @@ def filled_dtype(dtype: str, fill_val: Any) -> str:
     """Canonical dtype of a column of ``dtype`` once its nulls are replaced by ``fill_val``."""
     if dtype == "string" or not isinstance(fill_val, Number):
         return dtype
-    integral = float(fill_val).is_integer()
+    value: Any = fill_val  # a Number: float() and comparisons with ints hold for the numbers fills take
+    integral = float(value).is_integer()
     if dtype == "boolean":
-        return "bool" if fill_val in (0, 1) else "float64"
+        return "bool" if value in (0, 1) else "float64"
     if dtype.startswith(("Int", "UInt")):
         return dtype.lower() if integral else "float64"
     return dtype

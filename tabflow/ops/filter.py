@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 
@@ -47,7 +48,7 @@ class Filter(Operator):
         if not callable(self.f):
             raise TypeError(f"Filter needs a function f(df) -> boolean mask, got {self.f!r}")
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         frame = df[col_selector.names]
         result = self.f(frame)

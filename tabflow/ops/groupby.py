@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
 from tabflow.ops._schema_hooks import SchemaFromColumns
@@ -82,7 +83,7 @@ class Groupby(SchemaFromColumns, Operator):
         self.ascending = ascending
 
     @property
-    def dependencies(self) -> list[Any]:
+    def dependencies(self) -> list[Any] | None:
         return [*gs.as_names(self.groupby_cols), *gs.as_names(self.sort_cols)] or None
 
     def _plan(self, col_selector: ColumnSelector) -> dict[str, tuple[str, str]]:
@@ -105,7 +106,7 @@ class Groupby(SchemaFromColumns, Operator):
                 raise ValueError(f"Groupby: unknown aggregation {agg!r} for column {column!r}; use one of {list(_AGGS)}")
             gs.require_columns(input_schema, [column], "aggregated", "Groupby")
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         keys, sort_cols = gs.as_names(self.groupby_cols), gs.as_names(self.sort_cols)
         ordered = df.sort_values(

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, hashes
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._schema_hooks import SchemaFromColumns
@@ -62,7 +63,7 @@ class HashBucket(SchemaFromColumns, Operator):
             buckets_for(self.num_buckets, name, "HashBucket")
             require_hashable(input_schema[name], "HashBucket")
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         out = {}
         for name in col_selector.names:
@@ -92,7 +93,7 @@ class HashBucket(SchemaFromColumns, Operator):
     def _full_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:
         column = self._source_column_schema(col_name, input_schema)
         count = buckets_for(self.num_buckets, col_name, "HashBucket")
-        return categorical_column(column, count, column.is_list, dtype=bucket_dtype(count))
+        return categorical_column(column, count, bool(column.is_list), dtype=bucket_dtype(count))
 
 
 def bucket_dtype(num_buckets: int) -> str:

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.hash_bucket import (
@@ -103,7 +104,7 @@ class HashedCross(SchemaFromColumns, Operator):
                 )
 
     # --------------------------------------------------------------- transform
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         out = {}
         for cross in self._crosses(col_selector):
@@ -126,7 +127,7 @@ class HashedCross(SchemaFromColumns, Operator):
 
 def _cross_hashes(backend: Any, df: Any, cross: tuple[str, ...]) -> tuple[Any, Any]:
     """Combined hashes of a cross, per row or per list element (then with the offsets)."""
-    from tabflow.backends._hashing import (
+    from tabflow.backends.kernels import (
         hash_combine,  # numba: imported on first use, not with tabflow
     )
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import Schema
@@ -40,7 +39,7 @@ class HexToInt(Operator):
             if input_schema[name].dtype != "string":
                 raise TypeError(f"HexToInt needs string columns but {name!r} has dtype {input_schema[name].dtype}")
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         out = {}
         for name in col_selector.names:

@@ -6,6 +6,7 @@ import os
 from typing import Any, Sequence
 
 from tabflow.backends import backend_for, get_backend
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
 from tabflow.ops._compat import (
@@ -184,7 +185,7 @@ class JoinExternal(Operator):
             prepared[backend.name] = backend.from_host(table)
         return prepared[backend.name]
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         on, _ = self._keys()
         keys = _join_keys(len(on))

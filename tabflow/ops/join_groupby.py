@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.node import Node
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
@@ -173,7 +174,7 @@ class JoinGroupby(SchemaFromColumns, StatOperator):
             for name, (keys, conts, frame) in partial.items()
         }
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         backend = backend_for(df)
         conts = self._conts(col_selector, list(df.columns))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from tabflow.backends import backend_for, get_backend
+from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.node import Node, register_function_op
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import Schema
-from tabflow.schema.dtypes import UNKNOWN
+from tabflow.schema.dtypes import UNKNOWN, canonical_dtype
 
 __all__ = ["LambdaOp"]
 
@@ -119,7 +120,7 @@ class LambdaOp(Operator):
             raise TypeError(f"LambdaOp needs a callable f, got {self.f!r}")
         _arity(self.f)  # a function that takes neither one nor two arguments is a ValueError
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         out = {}
         for name in col_selector.names:
@@ -174,7 +175,7 @@ class LambdaOp(Operator):
 
 
 def _canonical(dtype: Any) -> str:
-    return get_backend("pandas").canonical_dtype(dtype)
+    return canonical_dtype(dtype)
 
 
 def _arity(f: Callable[..., Any], has_dependency: bool = False) -> int:

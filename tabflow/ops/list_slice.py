@@ -7,6 +7,7 @@ from numbers import Integral
 from typing import Any
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema, Tags
@@ -93,7 +94,7 @@ class ListSlice(Operator):
             if not input_schema[name].is_list:
                 raise TypeError(f"ListSlice needs list columns but {name!r} has dtype {input_schema[name].dtype}")
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         out = {}
         start, end = self._bounds()

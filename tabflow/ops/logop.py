@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import map_values, require_numeric
@@ -42,7 +43,7 @@ class LogOp(Operator):
     def validate_input(self, input_schema: Schema, col_selector: ColumnSelector) -> None:
         require_numeric(input_schema, col_selector, "LogOp", lists=True)
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         out = {}
         # Values below -1 are documented to give NaN; numpy's warning would only be noise.

@@ -10,13 +10,14 @@ from typing import Any, Mapping
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import (
     dtype_name,
-    float_kernels,
     finite_values,
+    float_kernels,
     float_output_dtype,
     map_arrays,
     map_values,
@@ -95,7 +96,7 @@ class Normalize(StatOperator):
         self.means_ = {name: m[1] if m[0] else float("nan") for name, m in partial.items()}
         self.stds_ = {name: float(np.sqrt(m[2] / (m[0] - 1))) if m[0] > 1 else 0.0 for name, m in partial.items()}
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         if isinstance(df, Mapping):  # NVTabular's dict of NumPy / CuPy arrays
             return map_arrays(df, col_selector.names, self._standardize, self.output_dtype)
@@ -103,7 +104,7 @@ class Normalize(StatOperator):
         dtype = self.output_dtype
         out = {}
         for name in col_selector.names:
-            out[name] = map_values(backend, df[name], lambda values: backend.astype(self._standardize(name, values), dtype))
+            out[name] = map_values(backend, df[name], lambda values: backend.astype(self._standardize(name, values), dtype))  # noqa: B023 - called before the loop moves on
         return backend.frame_from_dict(out, index=df.index)
 
     def _standardize(self, name: str, values: Any) -> Any:

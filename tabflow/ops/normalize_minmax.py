@@ -8,6 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
@@ -103,7 +104,7 @@ class NormalizeMinMax(StatOperator):
         self.mins_ = {name: m[0] for name, m in partial.items()}
         self.maxs_ = {name: m[1] for name, m in partial.items()}
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         # x / (2x) is 0/0 for x = 0 and inf/inf for infinities: NaN is the documented result.
         if isinstance(df, Mapping):  # NVTabular's dict of NumPy / CuPy arrays
@@ -114,7 +115,7 @@ class NormalizeMinMax(StatOperator):
         out = {}
         with np.errstate(invalid="ignore", divide="ignore"):
             for name in col_selector.names:
-                out[name] = map_values(backend, df[name], lambda values: backend.astype(self._scale(name, values), dtype))
+                out[name] = map_values(backend, df[name], lambda values: backend.astype(self._scale(name, values), dtype))  # noqa: B023 - called before the loop moves on
         return backend.frame_from_dict(out, index=df.index)
 
     def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:

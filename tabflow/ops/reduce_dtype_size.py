@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import require_numeric
@@ -102,7 +103,7 @@ class ReduceDtypeSize(StatOperator):
             return dtype
         return fitting[0].capitalize() if dtype[0].isupper() else fitting[0]
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         backend = backend_for(df)
         out = {}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
+from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel, renaming_kernels
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
@@ -66,7 +67,7 @@ class Rename(Operator):
         if duplicated:
             raise ValueError(f"Rename maps several columns to the same name(s) {duplicated}")
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         return df[col_selector.names].rename(columns=self._mapping(col_selector))
 
     def array_kernels(self, col_selector: ColumnSelector, input_schema: Schema) -> list[Kernel] | None:
@@ -80,4 +81,4 @@ class Rename(Operator):
             return {old: self.f(old) for old in col_selector.names}
         if self.postfix is not None:
             return {old: f"{old}{self.postfix}" for old in col_selector.names}
-        return {old: self.name for old in col_selector.names}
+        return {old: str(self.name) for old in col_selector.names}

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.node import Node
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _folds
@@ -263,7 +264,7 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
         return (table.sort_values(keys, na_position="last") if len(table) > 1 else table).reset_index(drop=True)
 
     # --------------------------------------------------------------- transform
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         backend = backend_for(df)
         kfold = self._kfold

@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from tabflow.backends import backend_for
+from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._compat import FittedAlias
 from tabflow.ops.operator import StatOperator
@@ -67,7 +68,7 @@ class ValueCount(StatOperator):
             for name, bounds in partial.items()
         }
 
-    def transform(self, col_selector: ColumnSelector, df: Any) -> Any:
+    def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         return df[col_selector.names]
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tabflow._files import write_atomically
 from tabflow.schema.column import ColumnSchema, Domain
-from tabflow.schema.tags import Tags, _as_list, _atomize, to_tag
+from tabflow.schema.tags import Tags, _as_list, _atomize
 
 __all__ = ["Schema", "ColumnSchema", "Domain"]
 
@@ -37,15 +37,6 @@ def _name_list(names: str | Iterable[str]) -> list[str]:
 
 def _flatten_tags(tags: Sequence[Any]) -> list[Any]:
     return [tag for arg in tags for tag in _as_list(arg)]
-
-
-def _normalize_tags(tags: Iterable[Any] | None) -> frozenset:
-    """Tags as given, strings naming a standard tag made :class:`Tags` members (any case).
-
-    Compound tags are kept whole, so that a selector holding ``USER_ID`` selects the
-    columns that are both USER and ID (see :meth:`Schema.select_by_tag`).
-    """
-    return frozenset(map(to_tag, _as_list(tags)))
 
 
 def _is_selector(obj: Any) -> bool:

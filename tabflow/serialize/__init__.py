@@ -310,9 +310,8 @@ def _decode_op(data: Any, ctx: _Context) -> Any:
         _check_state_name(cls, name, declared, legacy, owner)
     for name, value in state.items():
         setattr(op, name, _decode(value, ctx.at(f"{owner}, fitted {name!r}")))
-    if state:
-        op._fitted_by_workflow = True
-        op._state_names = sorted(k for k in state if not k.endswith("_"))
+    if state and isinstance(op, StatOperator):
+        op.mark_fitted(k for k in state if not k.endswith("_"))
     return op
 
 
@@ -448,7 +447,7 @@ def _hashable(value: Any, ctx: _Context) -> Any:
 def _is_sparse(value: Any) -> bool:
     # Checked by module name so that saving never imports scipy or cupy just to ask.
     module = type(value).__module__
-    return (module.startswith("scipy.sparse") or module.startswith("cupyx.scipy.sparse")) and hasattr(value, "tocoo")
+    return module.startswith(("scipy.sparse", "cupyx.scipy.sparse")) and hasattr(value, "tocoo")
 
 
 def _encode_sparse(value: Any, directory: str, key: str) -> dict:

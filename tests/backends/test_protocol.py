@@ -8,15 +8,19 @@ inside its methods, so this runs everywhere.
 from __future__ import annotations
 
 import ast
+import glob
 import inspect
 import os
 
+import numpy as np
+import pandas as pd
 import pytest
 
 import tabflow
 from tabflow.backends import Backend
 from tabflow.backends.cudf_backend import CudfBackend
 from tabflow.backends.pandas_backend import PandasBackend
+from tabflow.backends.protocol import FRAME_METHODS
 
 ROOT = os.path.dirname(os.path.abspath(tabflow.__file__))
 ENGINES = [PandasBackend, CudfBackend]
@@ -141,3 +145,54 @@ def test_nothing_outside_the_backends_uses_a_method_outside_the_protocol():
                 outside.append(f"{os.path.relpath(path, os.path.dirname(ROOT))}:{line}: backend.{attribute}")
     assert outside == []
     assert len(used) > 20  # the scan sees the package's backend calls at all
+
+
+# Method names pandas frames share with Python's containers, strings and NumPy arrays are
+# called on those too, so the scan below cannot tell them apart; FRAME_METHODS lists the ones
+# ops do call on frames.
+_PANDAS_ONLY = {
+    name
+    for name in set(dir(pd.DataFrame)) | set(dir(pd.Series))
+    if not name.startswith("_")
+} - {name for kind in (list, dict, str, set, bytes, tuple, np.ndarray) for name in dir(kind)}
+# Receivers that are not frames: the engine itself, array modules, the op.
+_NOT_FRAMES = {"backend", "xp", "np", "pd", "pa", "pq", "host", "pandas", "compute", "self", "cls", "on_host"}
+
+
+def _frame_method_calls(path: str) -> set[str]:
+    called = set()
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            receiver = node.func.value
+            if isinstance(receiver, ast.Name) and (receiver.id in _NOT_FRAMES or receiver.id.endswith("backend")):
+                continue
+            if node.func.attr in _PANDAS_ONLY:
+                called.add(node.func.attr)
+    return called
+
+
+def test_the_frame_method_scan_finds_calls(tmp_path):
+    source = tmp_path / "op.py"
+    source.write_text("def f(backend, df):\n    backend.shift(df)\n    return df.fillna(0).interpolate()\n")
+    assert _frame_method_calls(str(source)) == {"fillna", "interpolate"}
+
+
+def test_ops_call_only_the_listed_frame_methods():
+    unlisted = {
+        f"{os.path.basename(path)}: {name}"
+        for path in sorted(glob.glob(os.path.join(ROOT, "ops", "*.py")))
+        for name in _frame_method_calls(path) - FRAME_METHODS
+    }
+    assert unlisted == set(), "add the method to backends/protocol.py FRAME_METHODS (after checking cuDF has it) or use a Backend method"
+
+
+@pytest.mark.parametrize("engine", ["pandas", pytest.param("cudf", marks=pytest.mark.gpu)])
+def test_every_listed_frame_method_exists_on_the_engine(engine):
+    library = pd if engine == "pandas" else pytest.importorskip("cudf")
+    frame, series = library.DataFrame({"a": [1, 2]}), library.Series([1, 2])
+    grouped = frame.groupby("a")
+    missing = sorted(
+        name for name in FRAME_METHODS
+        if not any(hasattr(obj, name) for obj in (frame, series, grouped))
+    )
+    assert missing == []

@@ -103,7 +103,7 @@ def test_a_sliced_arrow_column_uses_its_own_offsets():
 def test_sorted_merge_of_count_tables_equals_a_group_by(parts):
     rng = np.random.default_rng(parts)
     frames = []
-    for part in range(parts):
+    for _ in range(parts):
         counts = PANDAS.value_counts(_random_strings(rng, int(rng.integers(0, 3_000)), 1_500))
         frames.append(counts.rename_axis("value").reset_index())
     for frame in frames:  # value_counts gives strings in ascending byte order

@@ -168,7 +168,7 @@ def test_movielens_03_training_with_pytorch_multi_hot(movielens_dir):
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
 
     history = []
-    for epoch in range(4):
+    for _ in range(4):
         train_loss, y_pred, y = process_epoch(train_loader, model, train=True, optimizer=optimizer)
         valid_loss, y_pred, y = process_epoch(valid_loader, model, train=False)
         history.append(train_loss)

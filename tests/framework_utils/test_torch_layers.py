@@ -102,7 +102,7 @@ def test_multi_hot_embeddings_every_input_form_matches_the_reference(mode):
         "sparse": sparse,
     }
     for form, data in forms.items():
-        torch.testing.assert_close(emb({"tags": data}), expected, msg=lambda m: f"{form}: {m}")
+        torch.testing.assert_close(emb({"tags": data}), expected, msg=lambda m, form=form: f"{form}: {m}")
 
 
 def test_multi_hot_embeddings_concatenate_columns_in_table_order():

@@ -41,7 +41,7 @@ def _inferred_dtypes(path, **options):
     head = pd.read_csv(path, nrows=10, **options)
     nullable = {"int64": "Int64", "bool": "boolean", "uint64": "UInt64"}
     return {
-        name: STRING if dtype == object or isinstance(dtype, pd.StringDtype) else nullable.get(str(dtype), dtype)
+        name: STRING if dtype == object or isinstance(dtype, pd.StringDtype) else nullable.get(str(dtype), dtype)  # noqa: E721 - NumPy's object dtype
         for name, dtype in head.dtypes.items()
     }
 

@@ -209,7 +209,7 @@ def test_cudf_engine_lists(data_dir):
     with Loader(gpu_ds, **options) as gpu, Loader(cpu_ds, device="cpu", **options) as cpu:
         pairs = list(zip(gpu, cpu))
     assert pairs
-    for (gi, gt), (ci, ct) in pairs:
+    for (gi, _), (ci, _) in pairs:
         assert gi["tags"].is_cuda
         torch.testing.assert_close(gi["tags"].cpu(), ci["tags"])
         torch.testing.assert_close(gi["row_id"].cpu(), ci["row_id"])

@@ -125,7 +125,7 @@ def test_column_without_finite_values_warns_and_is_null():
     assert wf.transform(train)["inf"].isna().all()
 
 
-def _lists(rows, value_type=pa.float64()):
+def _lists(rows, value_type=pa.float64()):  # noqa: B008 - a pyarrow type is an immutable value
     return pd.Series(pd.arrays.ArrowExtensionArray(pa.array(rows, pa.list_(value_type))))
 
 

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 import dask.dataframe as dd
 
 from tabflow.backends import get_backend
-from tabflow.backends.pandas_backend import open_parquet
+from tabflow.backends.kernels import open_parquet
 from tabflow.io.fs import is_remote, open_file
 from tabflow.io.readers._shared import (
     DatasetReadError,

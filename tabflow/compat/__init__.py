@@ -1,0 +1,25 @@
+"""What exists only so that NVTabular 23.08 / merlin-core 23.08 code runs unchanged.
+
+The layer sits above the workflow: it uses tabflow's engines, readers and schema, and nothing
+below it depends on it. Users reach it through the import paths NVTabular and merlin gave
+these names (``tabflow.dispatch`` for ``nvtabular.dispatch`` / ``merlin.core.dispatch``,
+``tabflow.schema.io.tensorflow_metadata`` for ``merlin.schema.io.tensorflow_metadata``),
+which are thin re-exports of the modules here:
+
+- :mod:`tabflow.compat.dispatch`: NVTabular's engine helpers (``make_df``, ``hash_series``, ...);
+- :mod:`tabflow.compat.tensorflow_metadata`: merlin's ``TensorflowMetadata`` for
+  ``schema.pbtxt`` and ``.merlin/schema.json``.
+
+Examples
+--------
+>>> from tabflow.compat import TensorflowMetadata
+>>> from tabflow.schema import ColumnSchema, Schema
+>>> TensorflowMetadata.from_merlin_schema(Schema([ColumnSchema("a", dtype="int64")])).to_merlin_schema().column_names
+['a']
+"""
+
+from __future__ import annotations
+
+from tabflow.compat.tensorflow_metadata import TensorflowMetadata
+
+__all__ = ["TensorflowMetadata"]

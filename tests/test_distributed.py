@@ -225,3 +225,29 @@ def test_a_chosen_client_lets_process_based_clusters_start(data_dir, tmp_path, m
             set_dask_client(client)  # chosen again: dask's configuration is as it was before
             assert active_client() is client and dask.config.get("scheduler", None) is None
     _same(reference, on_client)
+
+
+def test_auto_forgets_an_earlier_choice_and_finds_the_context_client(monkeypatch):
+    # merlin's set_dask_client("auto"): after set_dask_client(None), "auto" goes back to the
+    # client the context has (the default distributed client), on this and every later call.
+    import dask
+
+    from tabflow.io import cluster as clusters
+    from tabflow.utils import global_dask_client, set_dask_client
+
+    monkeypatch.setattr(clusters, "_chosen", clusters._UNSET)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as threads:
+        set_dask_client(None)
+        try:
+            assert global_dask_client() is None and dask.config.get("scheduler") == "threads"
+            with distributed.Client(threads) as client:  # the default client from here on
+                assert global_dask_client() is None  # None was chosen: not overridden by the context
+                assert set_dask_client("auto") is client
+                assert global_dask_client() is client and dask.config.get("scheduler", None) is None
+            assert global_dask_client() is None  # its block closed it: no client in the context
+        finally:
+            set_dask_client(None)
+            set_dask_client("auto")
+    # (Closing a default client restores dask.config as it was when the client started, so what
+    # dask.config names now is distributed's to say; tabflow's own choice is back to "auto".)
+    assert global_dask_client() is None

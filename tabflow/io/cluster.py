@@ -119,13 +119,23 @@ def set_dask_client(client: Any = "auto", new_cluster: str | None = None, force_
     3
     >>> set_dask_client(None) is None and global_dask_client() is None
     True
+    >>> set_dask_client("auto") is None  # back to the client of the context (none here)
+    True
     >>> client.close(); client.cluster.close()
     """
+    global _threads_config
     if client == "auto":
+        # As merlin's "auto": forget an earlier choice and find the client the context has,
+        # now and on every later call, until one is chosen again.
+        _choose(_UNSET)
+        if _threads_config is not None:
+            _threads_config, config = None, _threads_config
+            config.__exit__(None, None, None)
         client = None if force_new else active_client()
         if client is None and new_cluster is not None:
             client = _start_client(new_cluster, cluster_options)
-    global _threads_config
+        if client is None:
+            return None
     if client is None:
         _choose("threads")
         if _threads_config is None:

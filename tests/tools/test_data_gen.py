@@ -8,6 +8,7 @@ same data on every run; the binomial tolerances only say how far a correct gener
 from __future__ import annotations
 
 import math
+import re
 import os
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 from scipy import stats
 
 import tabflow as nvt
+from tabflow._install import pip_install
 from tabflow.backends import get_backend, gpu_available
 from tabflow.testing import assert_frame_equal
 from tabflow.tools import data_gen
@@ -300,7 +302,7 @@ def test_engines_give_the_same_data(engine):
 
 @pytest.mark.skipif(gpu_available(), reason="cuDF is installed here")
 def test_gpu_without_cudf_names_the_fix():
-    with pytest.raises(ImportError, match=r'pip install "tabflow-etl\[gpu-cu12\]"'):
+    with pytest.raises(ImportError, match=re.escape(pip_install("gpu-cu12"))):
         DatasetGen(UniformDistro(), cpu=False)
 
 

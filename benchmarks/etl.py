@@ -7,9 +7,11 @@ Phases, each in its own Python process so that its peak resident memory is its o
   parquet-to-parquet ETL must do;
 - ``tabflow``: the workflow (``--workflow``) fitted on the files, then transformed and written
   as parquet;
-- ``polars``: the same ETL as a hand-written Polars script (lazy scan, one ``group_by`` count
-  per categorical column, statistics of the continuous columns, a left join per column,
-  ``sink_parquet``), as a user who knows Polars writes it;
+- ``polars``: the same ETL as a hand-written Polars script (a lazy scan of every file for
+  the statistics: one ``group_by`` count per categorical column and the moments of the
+  continuous columns, collected together; then per input file a lazy scan, a left join per
+  column and a streamed ``sink_parquet`` to its own output file), as a user who knows Polars
+  writes it for data larger than memory;
 - ``pandas``: the same ETL in hand-written pandas, streaming file by file (value counts
   added up, then a lookup per file).
 
@@ -244,20 +246,24 @@ def run_polars(options: argparse.Namespace, engine: Any = "auto", name: str = "p
         for table, c in zip(vocab_counts, CATEGORICAL_COLUMNS)
     ]
     fitted = time.perf_counter()
-    # Transform: a left join per column, then the null and out-of-vocabulary slots.
-    out = scan
-    for vocab, c in zip(vocabs, CATEGORICAL_COLUMNS):
-        out = out.join(vocab.lazy(), on=c, how="left", maintain_order="left")
-    out = out.select(
-        [pl.when(pl.col(c).is_null()).then(NULL_INDEX).otherwise(pl.col(f"{c}__index").fill_null(OOV_INDEX))
-         .cast(pl.Int64).alias(c) for c in CATEGORICAL_COLUMNS]
-        + [((x - stats[f"{c}_mean"]) / stats[f"{c}_std"]).alias(c) for x, c in zip(logs, CONTINUOUS_COLUMNS)]
-        + [pl.col("label")]
-    )
-    if engine == "auto":
-        out.sink_parquet(os.path.join(out_dir, "part_0.parquet"), compression="snappy")
-    else:
-        out.sink_parquet(os.path.join(out_dir, "part_0.parquet"), compression="snappy", engine=engine)
+    # Transform: one streamed query per input file (a left join per column, then the null and
+    # out-of-vocabulary slots), sunk to its own output file, so that Polars holds one file's
+    # rows at a time, as it would be written by hand for a dataset larger than memory.
+    for path in files:
+        out = pl.scan_parquet(path)
+        for vocab, c in zip(vocabs, CATEGORICAL_COLUMNS):
+            out = out.join(vocab.lazy(), on=c, how="left", maintain_order="left")
+        out = out.select(
+            [pl.when(pl.col(c).is_null()).then(NULL_INDEX).otherwise(pl.col(f"{c}__index").fill_null(OOV_INDEX))
+             .cast(pl.Int64).alias(c) for c in CATEGORICAL_COLUMNS]
+            + [((x - stats[f"{c}_mean"]) / stats[f"{c}_std"]).alias(c) for x, c in zip(logs, CONTINUOUS_COLUMNS)]
+            + [pl.col("label")]
+        )
+        target = os.path.join(out_dir, os.path.basename(path))
+        if engine == "auto":
+            out.sink_parquet(target, compression="snappy")
+        else:
+            out.sink_parquet(target, compression="snappy", engine=engine)
     done = time.perf_counter()
     rows = pl.scan_parquet(files).select(pl.len()).collect().item()
     _finish(options, out_dir)

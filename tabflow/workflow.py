@@ -47,6 +47,7 @@ from tabflow.graph.serving import (
     request_frame,
 )
 from tabflow.io.atomic import check_target, discard, files_under, publish, recover, temporary_directory
+from tabflow.io.memory import keep_large_buffers_mapped
 from tabflow.io.progress import compute
 from tabflow.ops.operator import NotFittedError, Operator, StatOperator
 from tabflow.schema import Schema
@@ -210,8 +211,12 @@ class Workflow:
             Show a progress bar of each pass over the data (see :mod:`tabflow.io.progress`:
             tqdm's Dask callback on Dask's local schedulers, ``distributed.progress`` with a
             distributed client).
+
+        The passes are logged (logger ``tabflow.workflow``, level INFO). Freed partition
+        buffers go back to the operating system (:mod:`tabflow.io.memory`).
         """
         dataset = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
+        keep_large_buffers_mapped()
         stat_nodes = [n for n in self.nodes if isinstance(n.op, StatOperator)]
         for node in stat_nodes:
             node.op.clear()

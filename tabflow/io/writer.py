@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from tabflow.io import atomic, hugectr, remote_atomic
 from tabflow.io.fs import filesystem, is_remote, local_path
+from tabflow.io.memory import keep_large_buffers_mapped
 from tabflow.io.partitions import iter_partitions
 from tabflow.io.progress import partition_bar
 from tabflow.io.shuffle import Shuffle
@@ -95,6 +96,7 @@ def write_parquet(
     if row_group_size is not None and (isinstance(row_group_size, bool) or not isinstance(row_group_size, (int, np.integer)) or row_group_size < 1):
         raise ValueError(f"row_group_size must be a positive number of rows, got {row_group_size!r}")
     output = _Output(output_path, overwrite, storage_options)
+    keep_large_buffers_mapped()
     nparts = ddf.npartitions
     if shuffle is None and output_files > nparts and partition_files is None and not partition_on:
         ddf = ddf.repartition(npartitions=output_files)
@@ -201,7 +203,7 @@ def _write_hugectr_files(ddf, output, files, names, roles, partition_files, npar
     for handle in handles:
         handle.write(bytes(hugectr.HEADER_BYTES))
     indices = range(nparts) if order is None else order
-    for index, frame in zip(indices, iter_partitions(ddf, order=order, client=client)):
+    for index, frame in zip(indices, iter_partitions(ddf, order=order, prefetch=_prefetch(), client=client)):
         table = backend.to_arrow(frame[[c for role in roles for c in role]]).replace_schema_metadata(None)
         if partition_files is None:
             pieces = _route(_TablePieces(), table, index, nparts, len(names), shuffle, rng)
@@ -296,7 +298,7 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
             ]
             pieces = _TablePieces()
         indices = range(nparts) if order is None else order
-        for index, frame in zip(indices, iter_partitions(ddf, order=order, client=client)):
+        for index, frame in zip(indices, iter_partitions(ddf, order=order, prefetch=_prefetch(), client=client)):
             data = pieces.prepare(frame, schema, backend, cast, arrow_schema)
             if targets is None:
                 routed = _route(pieces, data, index, nparts, len(names), shuffle, rng)
@@ -411,7 +413,7 @@ def _write_hive(ddf, output, schema, backend, cast, keys, shuffle, rng, client, 
     import pyarrow.compute as pc
 
     written = []
-    for index, frame in enumerate(iter_partitions(ddf, client=client)):
+    for index, frame in enumerate(iter_partitions(ddf, prefetch=_prefetch(), client=client)):
         table = _table(frame, schema, backend, cast, arrow_schema)
         if shuffle is not None:
             table = table.take(pa.array(rng.permutation(table.num_rows)))
@@ -447,6 +449,14 @@ def _write_hive(ddf, output, schema, backend, cast, keys, shuffle, rng, client, 
 def _hive_value(value: Any) -> str:
     # Percent-encoded as pyarrow's hive partitioning decodes it ("uri" segment encoding).
     return HIVE_NULL if value is None else urllib.parse.quote(str(value), safe="")
+
+
+def _prefetch() -> int:
+    """Partitions computed ahead of the one being written: one per core besides the writing
+    thread, at most two. Each is a partition held in memory; on two cores a second one ahead
+    adds its memory to the peak without writing any faster."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(2, cores - 1))
 
 
 def _table(frame: Any, schema: Schema, backend: Any, cast: Mapping[str, str] | None, arrow_schema: pa.Schema) -> pa.Table:

@@ -465,7 +465,11 @@ class Categorify(SchemaFromColumns, StatOperator):
         vocabs, slots, nulls, encodings, combos, observed = {}, {}, {}, {}, {}, {}
         # The vocabularies sort independently, mostly in Arrow and NumPy kernels that release
         # the GIL: building them side by side uses every core for the longest serial step.
-        built = _in_threads(self._finalize_unit, [(entry["unit"], entry["counts"]) for entry in partial.values()])
+        # Each unit's merged counts leave ``partial`` as its vocabulary is built (the caller
+        # drops ``partial`` after this call): the counts of every column and their
+        # vocabularies, as large again, are never all held at once.
+        pending = {key: entry.pop("counts") for key, entry in partial.items()}
+        built = _in_threads(lambda key, unit: self._finalize_unit(unit, pending.pop(key)), [(key, entry["unit"]) for key, entry in partial.items()])
         for (key, entry), (vocab, null_count, unit_observed) in zip(partial.items(), built):
             unit = entry["unit"]
             vocabs[key], nulls[key] = vocab, null_count

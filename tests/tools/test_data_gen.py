@@ -8,8 +8,8 @@ same data on every run; the binomial tolerances only say how far a correct gener
 from __future__ import annotations
 
 import math
-import re
 import os
+import re
 
 import numpy as np
 import pandas as pd

@@ -1,7 +1,8 @@
 """NVTabular's ``StatOperator.fit(col_selector, ddf)`` protocol lives in
 :mod:`tabflow.compat.legacy_fit`, registered with the workflow: such ops fit in a pass of
 their own, keep their statistics under any attribute name through saving, and feed ops
-fitted after them. Expected values come from plain pandas."""
+fitted after them; the workflow's hook fits whatever a registered fitter accepts. Expected
+values come from plain pandas."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pandas as pd
 import tabflow as nvt
 from tabflow import ops
 from tabflow.compat.legacy_fit import LEGACY_FIT
-from tabflow.workflow import _FRAME_FITTERS
+from tabflow.workflow import _FRAME_FITTERS, register_frame_fitter
 
 
 class NullCount(ops.StatOperator):
@@ -64,3 +65,37 @@ def test_the_workflow_and_statoperator_know_only_map_combine_finalize():
     assert not LEGACY_FIT.accepts(ops.Normalize())
     assert not LEGACY_FIT.accepts(ops.LogOp())
     assert not hasattr(ops.StatOperator, "fit") and not hasattr(ops.StatOperator, "uses_legacy_fit")
+
+
+class Quantiles(ops.StatOperator):
+    """Clips each column below its maximum; fitted by a registered whole-frame fitter other
+    than NVTabular's, so the hook is not tied to the legacy protocol."""
+
+    def transform(self, col_selector, df):
+        return pd.DataFrame({n: df[n].clip(upper=self.upper_[n]) for n in col_selector.names}, index=df.index)
+
+
+class QuantileFitter:
+    def accepts(self, op):
+        return isinstance(op, Quantiles)
+
+    def fit(self, op, col_selector, ddf):
+        return ddf[col_selector.names].max()
+
+    def finish(self, op, computed):
+        op.upper_ = {k: float(v) - 1.0 for k, v in computed.items()}
+        op.mark_fitted()
+
+
+def test_a_registered_frame_fitter_fits_the_ops_it_accepts():
+    frame, ddf = _data()
+    fitter = register_frame_fitter(QuantileFitter())
+    try:
+        assert register_frame_fitter(fitter) is fitter and _FRAME_FITTERS.count(fitter) == 1
+        op = Quantiles()
+        out = nvt.Workflow(["x", "y"] >> op).fit_transform(nvt.Dataset(ddf)).compute().reset_index(drop=True)
+    finally:
+        _FRAME_FITTERS.remove(fitter)
+    upper = frame.max() - 1.0
+    assert op.fitted and op.upper_ == upper.to_dict()
+    pd.testing.assert_frame_equal(out, frame.clip(upper=upper, axis=1))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 
-from tabflow import datasets, dispatch, dtypes, graph, io, ops, schema, serialize, utils
+from tabflow import compat, datasets, dispatch, dtypes, graph, io, ops, schema, serialize, utils
 from tabflow.dataset import Dataset
 from tabflow.schema import ColumnSchema, Schema
 from tabflow.selector import ColumnGroup, ColumnSelector, Node
@@ -56,6 +56,7 @@ __all__ = [
     "serialize",
     "datasets",
     "dispatch",
+    "compat",
     "dtypes",
     "__version__",
 ]

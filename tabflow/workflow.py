@@ -28,7 +28,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol
 
 import dask
 
@@ -64,6 +64,43 @@ logger = logging.getLogger(__name__)
 _COMBINE_SPLIT_EVERY = 8
 #: Rows of the data that ops learning their output dtypes from it (LambdaOp) are run on.
 _SAMPLE_ROWS = 256
+
+class FrameFitter(Protocol):
+    """How statistics ops that are not fitted as map / combine / finalize are fitted: on the
+    whole Dask frame of their inputs, in a pass of their own."""
+
+    def accepts(self, op: Operator) -> bool: ...
+
+    def fit(self, op: Operator, col_selector: Any, ddf: Any) -> Any: ...
+
+    def finish(self, op: Operator, computed: Any) -> None: ...
+
+
+# Registered by tabflow.compat (the layer above), which holds NVTabular's ``fit(col_selector,
+# ddf)`` protocol, so that the workflow knows only the map / combine / finalize one.
+_FRAME_FITTERS: list[FrameFitter] = []
+
+
+def register_frame_fitter(fitter: FrameFitter) -> FrameFitter:
+    """Make ``Workflow.fit`` fit the statistics ops ``fitter.accepts`` on their whole input frame:
+    it computes ``fitter.fit(op, selector, ddf)`` in a pass of its own and hands the result
+    to ``fitter.finish(op, computed)``, which must leave the op fitted.
+
+    Examples
+    --------
+    >>> from tabflow.workflow import _FRAME_FITTERS
+    >>> from tabflow.compat.legacy_fit import LEGACY_FIT
+    >>> LEGACY_FIT in _FRAME_FITTERS
+    True
+    """
+    if fitter not in _FRAME_FITTERS:
+        _FRAME_FITTERS.append(fitter)
+    return fitter
+
+
+def _frame_fitter(op: Operator) -> FrameFitter | None:
+    return next((f for f in _FRAME_FITTERS if f.accepts(op)), None)
+
 
 #: ``Workflow.transform`` sends pandas frames of at most this many rows (and dicts) through
 #: the serving plan (:meth:`Workflow.compile_serving`); larger ones through the batch path.
@@ -228,14 +265,15 @@ class Workflow:
         passes = 0
         while remaining:
             ready = [n for n in remaining if all(_is_fitted(a) for a in n.ancestors())]
-            modern = [n for n in ready if not n.op.uses_legacy_fit]
+            modern = [n for n in ready if _frame_fitter(n.op) is None]
             if modern:
                 passes += 1
                 self._fit_pass(ddf, modern, passes, progress)
             for node in ready:
-                if node.op.uses_legacy_fit:
+                fitter = _frame_fitter(node.op)
+                if fitter is not None:
                     passes += 1
-                    self._legacy_fit(ddf, node, dataset, passes, progress)
+                    self._frame_fit(fitter, ddf, node, dataset, passes, progress)
             if not ready:  # only reachable when an op's fit_finalize leaves it unfitted
                 raise RuntimeError(f"cannot fit {[type(n.op).__name__ for n in remaining]}: their inputs never got fitted")
             remaining = [n for n in remaining if n not in ready]
@@ -269,20 +307,11 @@ class Workflow:
             node.op.fit_finalize(partial)
             node.op.mark_fitted()
 
-    def _legacy_fit(self, ddf: Any, node: Node, dataset: Any, number: int, progress: bool) -> None:
+    def _frame_fit(self, fitter: FrameFitter, ddf: Any, node: Node, dataset: Any, number: int, progress: bool) -> None:
         meta = get_backend(dataset.engine).empty_frame(node.input_schema.dtypes)
         inputs = map_node_inputs(ddf, GraphRunner([node]), meta)
-        (computed,) = self._compute_pass(number, [node], progress, node.op.fit(node.input_selector, inputs))
-        before = dict(vars(node.op))
-        node.op.fit_finalize(computed)
-        # Legacy ops keep statistics under any attribute name; remember which ones were set
-        # so that saving the workflow keeps them.
-        params = set(node.op._param_names())
-        node.op.mark_fitted(
-            name
-            for name, value in vars(node.op).items()
-            if not name.startswith("_") and name not in params and (name not in before or before[name] is not value)
-        )
+        (computed,) = self._compute_pass(number, [node], progress, fitter.fit(node.op, node.input_selector, inputs))
+        fitter.finish(node.op, computed)
 
     def _compute_pass(self, number: int, nodes: list[Node], progress: bool, *collections: Any) -> tuple:
         """Compute one fit pass's statistics, logged and with an optional progress bar."""

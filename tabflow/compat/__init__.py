@@ -8,7 +8,9 @@ which are thin re-exports of the modules here:
 
 - :mod:`tabflow.compat.dispatch`: NVTabular's engine helpers (``make_df``, ``hash_series``, ...);
 - :mod:`tabflow.compat.tensorflow_metadata`: merlin's ``TensorflowMetadata`` for
-  ``schema.pbtxt`` and ``.merlin/schema.json``.
+  ``schema.pbtxt`` and ``.merlin/schema.json``;
+- :mod:`tabflow.compat.legacy_fit`: NVTabular's ``StatOperator.fit(col_selector, ddf)``,
+  registered with the workflow when the package is imported.
 
 Examples
 --------
@@ -20,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+from tabflow.compat import legacy_fit
 from tabflow.compat.tensorflow_metadata import TensorflowMetadata
 
-__all__ = ["TensorflowMetadata"]
+__all__ = ["TensorflowMetadata", "legacy_fit"]

@@ -532,8 +532,8 @@ class StatOperator(Operator):
     Subclasses implement :meth:`fit_partition` (per partition, returns a small partial
     result), :meth:`combine_partials` (merges partials; must be associative, it runs as a
     tree) and :meth:`fit_finalize` (sets attributes ending in ``_``). NVTabular-style
-    subclasses that override ``fit(col_selector, ddf)`` (returning dask objects) keep working:
-    the workflow computes what ``fit`` returns and passes it to ``fit_finalize``.
+    subclasses that override ``fit(col_selector, ddf)`` instead (returning dask objects) are
+    fitted by :mod:`tabflow.compat.legacy_fit`.
 
     Examples
     --------
@@ -562,12 +562,8 @@ class StatOperator(Operator):
     def fit_finalize(self, partial: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement fit_finalize")
 
-    def fit(self, col_selector: ColumnSelector, ddf: Any) -> Any:
-        """NVTabular-style hook; tabflow's own ops use fit_partition/combine/finalize."""
-        raise NotImplementedError
-
     def fitted_state(self) -> dict[str, Any]:
-        """Attributes set by fitting: names ending in ``_``, plus what a legacy ``fit_finalize`` set."""
+        """Attributes set by fitting: names ending in ``_``, plus those :meth:`mark_fitted` named."""
         state = super().fitted_state()
         for name in getattr(self, "_state_names", ()):
             if hasattr(self, name):
@@ -575,12 +571,8 @@ class StatOperator(Operator):
         return state
 
     @property
-    def uses_legacy_fit(self) -> bool:
-        return type(self).fit is not StatOperator.fit and type(self).fit_partition is StatOperator.fit_partition
-
-    @property
     def fitted(self) -> bool:
-        # Legacy subclasses may keep state under names without "_": the workflow marks them.
+        # NVTabular-style subclasses may keep state under names without "_": mark_fitted names them.
         return bool(self.fitted_state()) or getattr(self, "_fitted_by_workflow", False)
 
     def mark_fitted(self, state_names: Iterable[str] = ()) -> None:

@@ -305,7 +305,8 @@ def _decode_op(data: Any, ctx: _Context) -> Any:
     except Exception as err:  # noqa: BLE001 - a constructor refusing saved parameters
         raise LoadError(f"{owner}: {cls.__name__}(**saved parameters) raised {type(err).__name__}: {err}") from err
     state = _mapping(data.get("state", {}), ctx.at(owner))
-    legacy = issubclass(cls, StatOperator) and op.uses_legacy_fit
+    # A statistics op not fitted by partitions (an NVTabular-style ``fit``) keeps any public name.
+    legacy = issubclass(cls, StatOperator) and callable(getattr(cls, "fit", None)) and cls.fit_partition is StatOperator.fit_partition
     for name in state:
         _check_state_name(cls, name, declared, legacy, owner)
     for name, value in state.items():

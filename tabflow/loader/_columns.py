@@ -158,9 +158,11 @@ class DictColumns:
             if name in self.sparse_names:
                 raise TypeError(f"sparse_names lists {name!r}, which is not a list (multi-hot) column")
             return ColumnSpec(name, dtype)
-        if name in self.label_names:
-            raise TypeError(f"target column {name!r} is a list column; targets must be scalar columns")
         shape = column.shape
+        if name in self.label_names:
+            if shape.is_ragged:
+                raise TypeError(f"target column {name!r} is a ragged list column; targets must be scalar columns or lists of a fixed shape")
+            return ColumnSpec(name, dtype, is_list=True, inner=tuple(int(dim) for dim in shape.dims[1:]))
         padded = self.sparse_as_dense and name in self.sparse_max
         if name in self.sparse_names or padded:
             if len(shape) > 2:

@@ -182,3 +182,17 @@ def test_shapes_survive_the_written_schema(tmp_path, frame):
 def test_sparse_tensors_of_lists_of_lists_are_refused(dataset):
     with pytest.raises(TypeError, match="'pairs'.*lists of lists.*values and offsets"):
         Loader(dataset, batch_size=4, sparse_names=["pairs"])
+
+
+def test_a_fixed_shape_target_is_a_dense_tensor_and_a_ragged_one_is_refused():
+    df = pd.DataFrame({"a": [[0.1], [0.2], [0.3]], "label": [[0], [1], [0]]})
+    ds = nvt.Dataset(df)
+    ds.schema["label"] = ds.schema["label"].with_tags(Tags.TARGET).with_shape((None, 1))
+    ds.schema["a"] = ds.schema["a"].with_shape((None, 1))
+    with Loader(ds, batch_size=2) as loader:
+        batches = list(loader)
+    assert [tuple(y.shape) for _, y in batches] == [(2, 1), (1, 1)]
+    assert torch.cat([y for _, y in batches]).tolist() == [[0], [1], [0]]
+    ds.schema["label"] = ds.schema["label"].with_shape((None, None))
+    with pytest.raises(TypeError, match="'label' is a ragged list column"):
+        Loader(ds, batch_size=2)

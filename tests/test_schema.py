@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 
+import numpy as np
 import pytest
 
 from tabflow.schema import ColumnSchema, Schema, Tags
@@ -151,3 +153,77 @@ def test_a_multi_source_output_takes_tags_source_by_source():
     ds.schema["b"] = ds.schema["b"].with_tags(Tags.CONTINUOUS)
     wf = nvt.Workflow(["a", "b"] >> Sum()).fit(ds)
     assert wf.output_schema["ab"].tags == {Tags.USER, Tags.CONTINUOUS}
+
+
+# ------------------------------------------------------------------ shapes of any rank
+from tabflow.schema import Dimension, Shape  # noqa: E402
+from tabflow.schema.shape import DefaultShapes  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "dims, ragged, dtype, counts",
+    [
+        ((None,), False, "float32", None),
+        ((None, 3), False, "list<float32>", (3, 3)),
+        ((None, 3, 4), False, "list<list<float32>>", (3, 3)),
+        ((None, None, 4), True, "list<list<float32>>", None),
+        ((None, (1, 5), 2, 2), True, "list<list<list<float32>>>", (1, 5)),
+        ((None, 3, None), True, "list<list<float32>>", (3, 3)),
+    ],
+)
+def test_shapes_of_any_rank(dims, ragged, dtype, counts):
+    column = ColumnSchema("m", dtype="float32", dims=dims)
+    assert column.shape == Shape(dims) and len(column.shape) == len(dims)
+    assert (column.dtype, column.is_list, column.is_ragged) == (dtype, len(dims) > 1, ragged)
+    assert (None if column.value_count is None else (column.value_count.min, column.value_count.max)) == counts
+    # Every copy keeps the dimensions the list fields do not describe.
+    for copy in (column.with_name("n"), column.with_tags("categorical"), column.with_properties({"p": 1})):
+        assert copy.shape == column.shape and copy.dtype == column.dtype
+    again = ColumnSchema.from_dict(json.loads(json.dumps(column.to_dict())))
+    assert again == column and again.shape.as_tuple == column.shape.as_tuple
+
+
+def test_shape_and_dimension_model():
+    assert Shape((None, 3, 4)) == Shape((Dimension(), Dimension(3, 3), (4, 4)))
+    assert Shape((None, 3, 4)) != Shape((None, 3, 5)) and Shape() == Shape((None, 3, 5))
+    assert Shape(DefaultShapes.LIST) == Shape((None, None)) and Shape(DefaultShapes.SCALAR).as_tuple == ((0, None),)
+    assert Shape((8, 3, 4)).is_fixed and not Shape((None, 3, 4)).is_fixed and not Shape((None, 3, 4)).is_ragged
+    assert Shape((None, np.int64(3))).as_tuple == ((0, None), 3)
+    assert Shape((None, 3, 4)).with_dim_max(2, 6).as_tuple == ((0, None), 3, (4, 6))
+    with pytest.raises(ValueError, match="below its minimum"):
+        Dimension(3, 2)
+    with pytest.raises(ValueError, match="integer"):
+        Shape((None, 2.5))
+
+
+def test_list_dtype_depth_follows_the_shape():
+    c = ColumnSchema("a", dtype="float64").with_shape((None, 3, 4))
+    assert c.dtype == "list<list<float64>>" and c.element_dtype == "float64"
+    assert c.with_shape((None, 3)).dtype == "list<float64>" and c.with_shape((None,)).dtype == "float64"
+    # A list dtype keeps the shape (as merlin's with_dtype does); a scalar dtype drops the lists.
+    assert c.with_dtype("int32", is_list=True).shape.as_tuple == ((0, None), 3, 4)
+    assert c.with_dtype("int32").shape.as_tuple == ((0, None),)
+    # New value counts describe the second dimension only.
+    wider = c.with_properties({"value_count": {"min": 1, "max": 5}})
+    assert wider.shape.as_tuple == ((0, None), (1, 5), 4) and wider.is_ragged
+    # Data of lists of lists without counts: every inner length unknown.
+    assert ColumnSchema("n", dtype="list<list<int64>>").shape.as_tuple == ((0, None), (0, None), (0, None))
+    merged = (Schema([c]) + Schema([ColumnSchema("a", dtype="int64", dims=(None, 2, 2, 2))]))["a"]
+    assert merged.shape.as_tuple == ((0, None), 2, 2, 2) and merged.dtype == "list<list<list<int64>>>"
+
+
+def test_schema_files_keep_shapes_of_any_rank(tmp_path):
+    from tabflow.io.tf_metadata import schema_from_tfmd_json, tfmd_json
+
+    s = Schema([
+        ColumnSchema("m", dtype="float32", dims=(None, 3, 2), tags=["continuous"]),
+        ColumnSchema("r", dtype="int32", dims=(None, None, 4), tags=["categorical"]),
+        ColumnSchema("l", dtype="int64", dims=(None, (1, 5))),
+        ColumnSchema("b", dtype="int64", dims=((1, 64), 2)),
+        ColumnSchema("s", dtype="float64"),
+    ])
+    s.to_json(str(tmp_path / "_schema.json"))
+    assert Schema.from_json(str(tmp_path / "_schema.json")) == s
+    back = schema_from_tfmd_json(json.loads(json.dumps(tfmd_json(s))))
+    assert back == s
+    assert [c.shape.as_tuple for c in back] == [c.shape.as_tuple for c in s]

@@ -319,13 +319,37 @@ class CudfBackend:
         return out
 
     def list_column_values(self, series: Any, dtype: str) -> tuple[Any, Any]:
-        """A list column as flat ``values`` (``dtype``) and int64 ``offsets`` CuPy arrays."""
+        """A list column as flat ``values`` (``dtype``) and int64 ``offsets`` CuPy arrays
+        (lists of lists: the innermost values, offsets counting them)."""
         cupy = _cupy()
+        if isinstance(series.dtype.element_type, _cudf().ListDtype):
+            values, levels = self.list_column_levels(series, dtype)
+            offsets = levels[-1]
+            for outer in reversed(levels[:-1]):
+                offsets = offsets[outer]
+            return values, cupy.ascontiguousarray(offsets)
         items = _list_items(series)
         if items.null_count:
             raise ValueError(f"list column {series.name!r} holds null elements; fill them before loading")
         values = cupy.ascontiguousarray(items.astype(np.dtype(dtype)).to_cupy())
         return values, cupy.ascontiguousarray(self.list_offsets(series))
+
+    def list_column_levels(self, series: Any, dtype: str) -> tuple[Any, tuple[Any, ...]]:
+        """A list column of any nesting as its innermost values and every level's offsets
+        (CuPy arrays). Lists of lists are taken apart by Arrow on the host, as
+        :func:`_list_items` takes them; flat lists stay on the GPU."""
+        cupy = _cupy()
+        if not isinstance(series.dtype.element_type, _cudf().ListDtype):
+            values, offsets = self.list_column_values(series, dtype)
+            return values, (offsets,)
+        array = series.to_arrow()
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        import pandas as pd
+
+        host = pd.Series(pd.arrays.ArrowExtensionArray(array), name=series.name)
+        values, levels = _PANDAS.list_column_levels(host, dtype)
+        return cupy.asarray(values), tuple(cupy.asarray(level) for level in levels)
 
     # ---------------------------------------------------------- statistics helpers
     def value_counts(self, series: Any) -> Any:

@@ -384,7 +384,9 @@ class PandasBackend:
         """A list column as flat ``values`` (``dtype``) and int64 ``offsets`` arrays.
 
         A null list is an empty list; a null inside a list is a ``ValueError`` naming the
-        column. Both arrays are writable.
+        column. Lists of lists give their innermost values, and offsets that count them
+        (row ``i`` holds ``values[offsets[i]:offsets[i + 1]]``, as merlin's loader gives a
+        nested column). Both arrays are writable.
 
         Examples
         --------
@@ -394,13 +396,36 @@ class PandasBackend:
         >>> values.tolist(), offsets.tolist()
         ([1.0, 2.0, 3.0], [0, 2, 3])
         """
+        values, levels = self.list_column_levels(series, dtype)
+        return values, _leaf_offsets(levels)
+
+    def list_column_levels(self, series: pd.Series, dtype: str) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """A list column of any nesting as its innermost ``values`` (``dtype``) and the int64
+        offsets of every level, the rows' first: ``levels[0][i]:levels[0][i + 1]`` are the
+        items of row ``i`` in the next level (the values for a flat list).
+
+        A null list (at any level) is an empty one; a null value is a ``ValueError`` naming
+        the column. All arrays are writable.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> pandas = get_backend("pandas")
+        >>> values, levels = pandas.list_column_levels(pd.Series([[[1, 2], [3, 4]], None, [[5, 6]]], name="m"), "int64")
+        >>> values.tolist(), [level.tolist() for level in levels]
+        ([1, 2, 3, 4, 5, 6], [[0, 2, 2, 3], [0, 2, 4, 6]])
+        """
         array = _combined_arrow(series)
-        offsets = _list_offsets(array)
-        values = _arrow_values_to_numpy(_list_items(array))
+        levels = []
+        while pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+            levels.append(np.ascontiguousarray(_list_offsets(array), dtype=np.int64))
+            array = _list_items(array)
+        values = _arrow_values_to_numpy(array)
         if values.dtype == object or (values.dtype.kind == "f" and np.dtype(dtype).kind != "f" and np.isnan(values).any()):
             raise ValueError(f"list column {series.name!r} holds null elements; fill them before loading")
         values = values.astype(dtype, copy=not values.flags.writeable)
-        return values, np.ascontiguousarray(offsets, dtype=np.int64)
+        return values, tuple(levels)
 
     # ---------------------------------------------------------- statistics helpers
     def value_counts(self, series: pd.Series) -> pd.Series:
@@ -1141,6 +1166,14 @@ def _list_offsets(array: pa.Array) -> np.ndarray:
     out = np.zeros(len(array) + 1, dtype=np.int64)
     np.cumsum(lengths, out=out[1:])
     return out
+
+
+def _leaf_offsets(levels: Sequence[Any]) -> Any:
+    """Row offsets into the innermost values, from the offsets of every level (NumPy or CuPy)."""
+    offsets = levels[-1]
+    for outer in reversed(levels[:-1]):
+        offsets = offsets[outer]
+    return offsets
 
 
 def _list_items(array: pa.Array) -> pa.Array:

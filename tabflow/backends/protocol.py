@@ -226,7 +226,12 @@ class Backend(Protocol):
         """Scalar columns as one new C-contiguous ``[rows, len(names)]`` array; host memory from ``allocate``."""
 
     def list_column_values(self, series: Series, dtype: str) -> tuple[EngineArray, EngineArray]:
-        """A list column as flat ``dtype`` values and int64 offsets; a null element is a ValueError."""
+        """A list column as flat ``dtype`` values and int64 offsets; a null element is a ValueError.
+        Lists of lists give the innermost values and offsets counting them."""
+
+    def list_column_levels(self, series: Series, dtype: str) -> tuple[EngineArray, tuple[EngineArray, ...]]:
+        """A list column of any nesting as its innermost ``dtype`` values and the int64
+        offsets of each level, the rows' first; a null element is a ValueError."""
 
     # ---------------------------------------------------------- statistics helpers
     def value_counts(self, series: Series) -> Series:

@@ -372,6 +372,10 @@ class StrictBackend(PandasBackend):
     def list_column_values(self, series: pd.Series, dtype: str) -> tuple[Any, Any]:
         return _to_device(super().list_column_values(series, dtype))
 
+    def list_column_levels(self, series: pd.Series, dtype: str) -> tuple[Any, tuple[Any, ...]]:
+        values, levels = super().list_column_levels(series, dtype)
+        return _to_device(values), tuple(_to_device(level) for level in levels)
+
     def lookup(self, table: Any, keys: Any) -> Any:
         return _to_device(super().lookup(table, keys))
 

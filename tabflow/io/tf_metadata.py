@@ -46,7 +46,7 @@ import re
 import struct
 from typing import Any, Mapping, Sequence
 
-from tabflow.schema import ColumnSchema, Schema, Tags
+from tabflow.schema import ColumnSchema, Schema, Shape, Tags
 
 __all__ = ["MERLIN_METADATA_DIR_NAME", "schema_from_proto_text", "schema_from_tfmd_json", "tfmd_json", "decode_struct"]
 
@@ -361,10 +361,10 @@ def _column(name: str, kind: Any, domain: Mapping[str, Any] | None, value_count:
             tags: Sequence[str], properties: Mapping[str, Any], fixed_shape: Sequence[int] = ()) -> ColumnSchema:
     """One column from a feature's parts, as merlin's ``_merlin_column`` reads them."""
     properties = _whole_numbers(dict(properties))
-    dims = properties.get("_dims")
+    dims = _merlin_dims(name, properties.get("_dims"))
     bits = properties.get("dtype_item_size")
     is_list = bool(properties.get("is_list", False))
-    if isinstance(dims, list) and dims:
+    if dims:
         is_list = len(dims) > 1
     counts = {k: v for k, v in (value_count or {}).items() if isinstance(v, (int, float)) and v > 0}
     if counts:
@@ -391,7 +391,11 @@ def _column(name: str, kind: Any, domain: Mapping[str, Any] | None, value_count:
     else:
         element = None  # no type stored (merlin's strings and booleans): the data tells
     dtype = f"list<{element}>" if is_list and element else element
-    fields = dict(dtype=dtype, properties=properties, is_list=is_list, value_count=dict(counts) if is_list and counts else None)
+    if dims:
+        # merlin's own shape: it says everything the value count and list flags say.
+        fields = dict(dtype=element, properties=properties, dims=dims)
+    else:
+        fields = dict(dtype=dtype, properties=properties, is_list=is_list, value_count=dict(counts) if is_list and counts else None)
     try:
         return ColumnSchema(name, tags=tags, **fields)
     except ValueError:
@@ -401,6 +405,26 @@ def _column(name: str, kind: Any, domain: Mapping[str, Any] | None, value_count:
         for tag in tags:
             column = column.with_tags(tag)
         return column
+
+
+def _merlin_dims(name: str, dims: Any) -> tuple | None:
+    """The shape merlin keeps in ``_dims`` (``[[0, null], 3, 4]``: a size or a ``[min, max]``
+    pair per dimension) as ``dims``; None where it kept none (``[]``, an unknown shape)."""
+    if not isinstance(dims, list) or not dims:
+        return None
+    out = []
+    for dim in dims:
+        if isinstance(dim, list) and len(dim) == 2 and all(d is None or isinstance(d, int) for d in dim):
+            out.append(tuple(dim))
+        elif dim is None or isinstance(dim, int):
+            out.append(dim)
+        else:
+            raise _load_error(f"column {name!r}: '_dims' entry {dim!r} is neither a size nor a [min, max] pair")
+    try:
+        Shape(tuple(out))
+    except ValueError as err:
+        raise _load_error(f"column {name!r}: '_dims' {dims!r} is not a shape ({err})") from None
+    return tuple(out)
 
 
 def schema_from_proto_text(text: str, where: str = "schema.pbtxt") -> Schema:
@@ -507,7 +531,7 @@ def tfmd_json(schema: Schema) -> dict:
     Examples
     --------
     >>> from tabflow.io.tf_metadata import schema_from_tfmd_json, tfmd_json
-    >>> from tabflow.schema import ColumnSchema, Schema, Tags
+    >>> from tabflow.schema import ColumnSchema, Schema, Shape, Tags
     >>> s = Schema([ColumnSchema("c", dtype="int32", tags=[Tags.CATEGORICAL], properties={"domain": {"min": 0, "max": 9}})])
     >>> doc = tfmd_json(s)
     >>> doc["feature"][0]["type"], doc["feature"][0]["intDomain"]
@@ -519,7 +543,7 @@ def tfmd_json(schema: Schema) -> dict:
 
     features = []
     for column in schema:
-        element = dtype_names.element_dtype(str(column.dtype))
+        element = column.element_dtype
         feature: dict = {"name": column.name}
         properties = {k: v for k, v in column.properties.items() if k not in ("domain", "value_count")}
         domain = column.properties.get("domain") if isinstance(column.properties.get("domain"), Mapping) else None
@@ -543,6 +567,9 @@ def tfmd_json(schema: Schema) -> dict:
         properties["is_ragged"] = bool(column.is_list) and not (
             column.value_count and column.value_count.get("min") == column.value_count.get("max") and column.value_count.get("min")
         )
+        if len(column.shape) > 2:
+            properties["is_ragged"] = column.shape.is_ragged
+        properties["_dims"] = [list(dim) if isinstance(dim, tuple) else dim for dim in column.shape.as_tuple or ()]
         bits = _item_bits(element)
         if bits:
             properties["dtype_item_size"] = float(bits)

@@ -25,7 +25,7 @@ from tabflow.loader._tensors import Allocate, Ragged, as_tensor, staged
 from tabflow.loader.keys import PAD_INDEX
 from tabflow.schema import dtypes
 
-__all__ = ["TupleBuilder", "DictBuilder", "ColumnSpec", "pad_ragged"]
+__all__ = ["TupleBuilder", "DictBuilder", "ColumnSpec", "fixed_shape_tensor", "pad_ragged"]
 
 
 class TupleBuilder:
@@ -54,10 +54,18 @@ class TupleBuilder:
 
 
 class ColumnSpec:
-    """How one column becomes tensors: its torch-side dtype and, for lists, the layout."""
+    """How one column becomes tensors: its torch-side dtype and, for lists, the layout.
 
-    def __init__(self, name: str, dtype: str, is_list: bool = False, width: int | None = None, dense: bool = False) -> None:
+    ``inner`` is the fixed shape of each row of a list column whose schema fixes every
+    dimension after the rows (``(3,)``, ``(3, 2)``): such a column becomes one dense
+    ``[rows, *inner]`` tensor. Other list columns are ragged (values and offsets), padded to
+    ``width`` when ``dense``.
+    """
+
+    def __init__(self, name: str, dtype: str, is_list: bool = False, width: int | None = None, dense: bool = False,
+                 inner: tuple[int, ...] | None = None) -> None:
         self.name, self.dtype, self.is_list, self.width, self.dense = name, dtype, is_list, width, dense
+        self.inner = inner
 
     @property
     def na_value(self) -> float | None:
@@ -65,11 +73,12 @@ class ColumnSpec:
 
 
 class DictBuilder:
-    """Named tensors: scalars as ``[n]``, lists as :class:`Ragged` or padded ``[n, width]``."""
+    """Named tensors: scalars as ``[n]``, fixed-shape lists as ``[n, *inner]``, other lists
+    as :class:`Ragged` or padded ``[n, width]``."""
 
     def __init__(self, columns: Sequence[ColumnSpec]) -> None:
         self.columns = list(columns)
-        self.dense_only = not any(spec.is_list for spec in self.columns)
+        self.dense_only = all(not spec.is_list or spec.inner is not None for spec in self.columns)
 
     def __call__(self, frame: Any, allocate: Allocate | None = None) -> dict[str, Any]:
         """The chunk's tensors; host results are written to memory from ``allocate`` where
@@ -85,6 +94,9 @@ class DictBuilder:
                     matrix = backend.columns_matrix(frame, [spec.name], spec.dtype, na_value=spec.na_value, allocate=allocate)
                     out[spec.name] = as_tensor(matrix)[:, 0]
                 continue
+            if spec.inner is not None:
+                out[spec.name] = fixed_shape_tensor(backend, series, spec, allocate)
+                continue
             values, offsets = backend.list_column_values(series, spec.dtype)
             ragged = Ragged.from_offsets(as_tensor(staged(values, allocate)), as_tensor(staged(offsets, allocate)))
             if spec.width is not None and len(ragged.host_offsets) > 1:
@@ -96,6 +108,47 @@ class DictBuilder:
                     )
             out[spec.name] = pad_ragged(ragged, spec.width) if spec.dense else ragged
         return out
+
+
+def fixed_shape_tensor(backend: Any, series: Any, spec: ColumnSpec, allocate: Allocate | None = None) -> torch.Tensor:
+    """A list column whose rows all have the shape ``spec.inner`` as one ``[rows, *inner]`` tensor.
+
+    A row of another shape (a null list counts as empty) is a ``ValueError`` that names the
+    column, the row's length and the shape the schema gives, as is data nested more or
+    less deeply than that shape.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends import backend_for
+    >>> from tabflow.loader._builders import ColumnSpec, fixed_shape_tensor
+    >>> series = pd.Series([[[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 0], [1, 2]]], name="m")
+    >>> tensor = fixed_shape_tensor(backend_for(series), series, ColumnSpec("m", "int64", is_list=True, inner=(3, 2)))
+    >>> tuple(tensor.shape), tensor[1, 0].tolist()
+    ((2, 3, 2), [7, 8])
+    """
+    inner = tuple(spec.inner or ())
+    values, levels = backend.list_column_levels(series, spec.dtype)
+    declared = "(None, " + ", ".join(map(str, inner)) + ")"
+    if len(levels) != len(inner):
+        raise ValueError(
+            f"list column {spec.name!r}: the schema gives it shape {declared} ({len(inner)} level(s) of lists) but the "
+            f"data holds {len(levels)} level(s); set the column's shape to match the data with schema[{spec.name!r}].with_shape(...)"
+        )
+    for depth, (level, size) in enumerate(zip(levels, inner)):
+        lengths = torch.diff(as_tensor(level))
+        wrong = torch.nonzero(lengths != size)
+        if len(wrong):
+            first = int(wrong[0, 0])
+            where = "a row" if depth == 0 else f"a list at depth {depth + 1}"
+            raise ValueError(
+                f"list column {spec.name!r} has shape {declared} in its schema, but {where} has length {int(lengths[first])} "
+                f"instead of {size} (a null list counts as empty); fix the data, or declare the column ragged "
+                f"(schema[{spec.name!r}].with_shape((None, None{', ' * (len(inner) > 1)}{', '.join(map(str, inner[1:]))}))) "
+                "to load it as values and offsets"
+            )
+    rows = int(levels[0].shape[0]) - 1
+    return as_tensor(staged(values, allocate)).reshape(rows, *inner)
 
 
 def pad_ragged(ragged: Ragged, width: int) -> torch.Tensor:

@@ -40,7 +40,7 @@ from tabflow.loader._transforms import (
 from tabflow.loader.keys import offsets_key, values_key
 from tabflow.schema import Schema, Tags
 
-__all__ = ["TupleColumns", "DictColumns"]
+__all__ = ["TupleColumns", "DictColumns", "async_itr_columns"]
 
 
 def _check_columns(schema: Schema, names: Any, role: str) -> list[str]:
@@ -65,19 +65,30 @@ def _schema_of(schema: Schema, dtypes: Mapping[str, str]) -> Schema:
     return Schema([schema[name].with_dtype(dtype, is_list=schema[name].is_list) for name, dtype in dtypes.items()])
 
 
+def async_itr_columns(schema: Schema, cats: Sequence[str] | None = None, conts: Sequence[str] | None = None,
+                      labels: Sequence[str] | None = None, sparse_names: Sequence[str] | None = None,
+                      sparse_max: Mapping[str, int] | None = None, sparse_as_dense: bool = False) -> Any:
+    """``TorchAsyncItr``'s columns: the ``(x_cat, x_cont, y)`` tuples of scalar columns, or, when
+    a chosen column is a list or a sparse argument is given, the ``(inputs, targets)`` dicts
+    NVTabular 23.08's ``TorchAsyncItr`` gave (those of :class:`DictColumns`)."""
+    cat_names = _check_columns(schema, _tagged(schema, Tags.CATEGORICAL) if cats is None else cats, "categorical")
+    cont_names = _check_columns(schema, _tagged(schema, Tags.CONTINUOUS) if conts is None else conts, "continuous")
+    label_names = _check_columns(schema, _tagged(schema, Tags.TARGET) if labels is None else labels, "label")
+    lists = any(schema[name].is_list for name in [*cat_names, *cont_names])
+    if lists or sparse_names or sparse_max or sparse_as_dense:
+        return DictColumns(schema, cats=cat_names, conts=cont_names, labels=label_names, sparse_names=sparse_names,
+                           sparse_max=sparse_max, sparse_as_dense=sparse_as_dense)
+    return TupleColumns(schema, cat_names, cont_names, label_names)
+
+
 class TupleColumns:
     """``TorchAsyncItr``: ``(x_cat int64, x_cont float32, y float32)``; scalar columns only."""
 
+    #: How many leading elements of a batch are model inputs (fastai's ``n_inp``).
+    n_inp = 2
+
     def __init__(self, schema: Schema, cats: Sequence[str] | None = None, conts: Sequence[str] | None = None,
-                 labels: Sequence[str] | None = None, sparse_names: Sequence[str] | None = None,
-                 sparse_max: Mapping[str, int] | None = None, sparse_as_dense: bool = False) -> None:
-        if sparse_names or sparse_max or sparse_as_dense:
-            raise TypeError(
-                "TorchAsyncItr yields dense (x_cat, x_cont, y) tensors; sparse_names, sparse_max and "
-                "sparse_as_dense describe list (multi-hot) columns, which tabflow.loader.torch.Loader "
-                "delivers (as values/offsets, padded dense or sparse tensors): use Loader(dataset, "
-                "batch_size, cats=..., conts=..., labels=..., sparse_names=..., sparse_max=..., sparse_as_dense=...)"
-            )
+                 labels: Sequence[str] | None = None) -> None:
         self.cat_names = _check_columns(schema, _tagged(schema, Tags.CATEGORICAL) if cats is None else cats, "categorical")
         self.cont_names = _check_columns(schema, _tagged(schema, Tags.CONTINUOUS) if conts is None else conts, "continuous")
         self.label_names = _check_columns(schema, _tagged(schema, Tags.TARGET) if labels is None else labels, "label")
@@ -85,9 +96,8 @@ class TupleColumns:
             column = schema[name]
             if column.is_list:
                 raise TypeError(
-                    f"column {name!r} is a list (multi-hot) column; TorchAsyncItr yields dense "
-                    "tensors only. Use tabflow.loader.torch.Loader, which yields list columns as "
-                    "values/offsets, padded dense or sparse tensors"
+                    f"column {name!r} is a list (multi-hot) column; the (x_cat, x_cont, y) tuples hold "
+                    "scalar columns only, and a target must be scalar"
                 )
             natural_dtype(str(column.dtype))  # raises for strings, naming the dtype
         self.read = list(dict.fromkeys([*self.cat_names, *self.cont_names, *self.label_names]))
@@ -100,7 +110,10 @@ class TupleColumns:
 
 
 class DictColumns:
-    """``Loader``: ``(inputs, targets)``, list columns as values/offsets, padded or sparse."""
+    """``Loader``: ``(inputs, targets)``, list columns as values/offsets, padded or sparse,
+    or dense ``[bs, *inner]`` where the schema fixes their shape."""
+
+    n_inp = 1
 
     def __init__(self, schema: Schema, cats: Sequence[str] | None = None, conts: Sequence[str] | None = None,
                  labels: Sequence[str] | None = None, transforms: Any = None, sparse_names: Sequence[str] | None = None,
@@ -145,11 +158,27 @@ class DictColumns:
             if name in self.sparse_names:
                 raise TypeError(f"sparse_names lists {name!r}, which is not a list (multi-hot) column")
             return ColumnSpec(name, dtype)
+        shape = column.shape
         if name in self.label_names:
-            raise TypeError(f"target column {name!r} is a list column; targets must be scalar columns")
-        if self.sparse_as_dense and name not in self.sparse_max:
+            if shape.is_ragged:
+                raise TypeError(f"target column {name!r} is a ragged list column; targets must be scalar columns or lists of a fixed shape")
+            return ColumnSpec(name, dtype, is_list=True, inner=tuple(int(dim) for dim in shape.dims[1:]))
+        padded = self.sparse_as_dense and name in self.sparse_max
+        if name in self.sparse_names or padded:
+            if len(shape) > 2:
+                raise TypeError(
+                    f"list column {name!r} has shape {shape.as_tuple} (lists of lists); sparse and padded tensors "
+                    "are [batch, width]: leave it out of sparse_names and sparse_max to load it "
+                    + ("as one dense tensor" if not shape.is_ragged else "as values and offsets")
+                )
+            return ColumnSpec(name, dtype, is_list=True, width=self.sparse_max.get(name), dense=padded)
+        if not shape.is_ragged:
+            # The schema fixes every dimension of a row: one dense [rows, *inner] tensor,
+            # as merlin's loader gives a column that is not ragged.
+            return ColumnSpec(name, dtype, is_list=True, inner=tuple(int(dim) for dim in shape.dims[1:]))
+        if self.sparse_as_dense:
             raise ValueError(f"sparse_as_dense=True needs the padded width of list column {name!r}: pass sparse_max={{{name!r}: ...}}")
-        return ColumnSpec(name, dtype, is_list=True, width=self.sparse_max.get(name), dense=self.sparse_as_dense)
+        return ColumnSpec(name, dtype, is_list=True)
 
     def format(self, batch: Mapping[str, Any]) -> tuple[dict[str, torch.Tensor], Any]:
         inputs: dict[str, torch.Tensor] = {}

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from tabflow.loader._columns import DictColumns, TupleColumns
+from tabflow.loader._columns import DictColumns, async_itr_columns
 from tabflow.loader._loader import LoaderBase, arguments_of
 from tabflow.loader.options import OPTIONS_DOC
 
@@ -58,6 +58,13 @@ class TorchAsyncItr(LoaderBase):
     continuous column becomes NaN; a null in a categorical or label column is an error that
     names the column.
 
+    With a list (multi-hot) column among ``cats`` or ``conts``, or any of ``sparse_names``,
+    ``sparse_max``, ``sparse_as_dense``, the batches take the form NVTabular 23.08's
+    ``TorchAsyncItr`` gave: ``(inputs, targets)`` with ``inputs`` a dict of the ``cats`` and
+    ``conts`` columns laid out as :class:`Loader` lays them out (``name__values`` /
+    ``name__offsets``, a dense ``[bs, *shape]`` tensor for a column whose schema fixes its
+    shape, padded or sparse tensors), and targets in their own dtypes.
+
     The arguments are in NVTabular's order (``dataset, cats, conts, labels, batch_size, ...``).
 
     Parameters
@@ -66,13 +73,12 @@ class TorchAsyncItr(LoaderBase):
     cats, conts, labels : list of str, optional
         Column roles; each defaults to the dataset schema's columns tagged CATEGORICAL,
         CONTINUOUS or TARGET. A role with no columns gives a ``[bs, 0]`` tensor. List
-        (multi-hot) columns are not accepted: use :class:`Loader`.
+        (multi-hot) columns give the dict form above; targets are scalar columns.
     batch_size, shuffle, seed_fn, parts_per_chunk, device, global_size, global_rank, drop_last :
         See below; held together in ``options``
         (:class:`~tabflow.loader.options.LoaderOptions`).
     sparse_names, sparse_max, sparse_as_dense :
-        Accepted for NVTabular's signature; anything but their defaults is an error
-        pointing to :class:`Loader`, which delivers list columns.
+        As :class:`Loader`'s (and they give the dict form).
     {shared}
 
     Attributes
@@ -103,6 +109,16 @@ class TorchAsyncItr(LoaderBase):
     >>> x_cat.dtype, x_cont[:, 0].tolist(), y.long().tolist(), len(itr)
     (torch.int64, [1.0, nan, 2.0], [1, 0, 1], 1)
     >>> itr.shutdown()
+
+    A list column gives NVTabular 23.08's dict form:
+
+    >>> import pyarrow as pa
+    >>> df = pd.DataFrame({{"c": [1, 2], "y": [0, 1]}})
+    >>> df["genres"] = pd.Series([[1, 2], [3]], dtype=pd.ArrowDtype(pa.list_(pa.int64())))
+    >>> with TorchAsyncItr(nvt.Dataset(df), cats=["c", "genres"], labels=["y"], batch_size=2) as itr:
+    ...     inputs, y = next(iter(itr))
+    >>> sorted(inputs), inputs["genres__offsets"].tolist(), y.tolist()
+    (['c', 'genres__offsets', 'genres__values'], [0, 2, 3], [0, 1])
     """
 
     def __init__(
@@ -123,7 +139,7 @@ class TorchAsyncItr(LoaderBase):
         sparse_max: Mapping[str, int] | None = None,
         sparse_as_dense: bool = False,
     ) -> None:
-        super().__init__(dataset, arguments_of(locals()), TupleColumns)
+        super().__init__(dataset, arguments_of(locals()), async_itr_columns)
 
 
 class Loader(LoaderBase):
@@ -325,7 +341,7 @@ class DLDataLoader(torch.utils.data.DataLoader):
         """
         if self._n_inp is None:
             if self._user_collate is None:
-                self._n_inp = 2 if isinstance(self.dataset, TorchAsyncItr) else 1
+                self._n_inp = self.dataset._columns.n_inp
             else:
                 batch = self.one_batch()
                 self._n_inp = len(batch) - 1 if isinstance(batch, (tuple, list)) and len(batch) > 1 else 1

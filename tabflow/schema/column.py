@@ -83,6 +83,26 @@ class Domain(Mapping):
         return NotImplemented
 
 
+def _leaf(dtype: str) -> str:
+    """The dtype of the values inside any number of list levels."""
+    while dtypes.is_list(dtype):
+        dtype = dtypes.element_dtype(dtype)
+    return dtype
+
+
+def _depth(dtype: str) -> int:
+    depth = 0
+    while dtypes.is_list(dtype):
+        dtype, depth = dtypes.element_dtype(dtype), depth + 1
+    return depth
+
+
+def _nested(leaf: str, depth: int) -> str:
+    for _ in range(depth):
+        leaf = dtypes.list_dtype(leaf)
+    return leaf
+
+
 def _flatten(tags: tuple) -> list[Any]:
     # with_tags(a, b), with_tags([a, b]) and with_tags(a, [b]) all mean the tags a and b.
     return [tag for arg in tags for tag in _as_list(arg)]
@@ -108,13 +128,17 @@ class ColumnSchema:
     dtype : str, numpy dtype or type, Python type, pandas or Arrow dtype, optional
         Stored as its canonical name (:mod:`tabflow.schema.dtypes`): ``"int64"``,
         ``"float32"``, masked ``"Int64"``, ``"string"``, and ``"list<int64>"`` for a list
-        column (a list's dtype name says it is a list). None is ``"unknown"``.
+        column (a list's dtype name says it is a list; ``"list<list<int64>>"`` for lists of
+        lists). None is ``"unknown"``.
     is_list, is_ragged : bool, optional
         Whether rows hold lists, and lists of varying length; derived from the dtype, the
         value count or ``dims`` when not given (an inconsistent value is a ``ValueError``).
     dims : tuple or Shape, optional
         ``(None,)`` for a scalar, ``(None, n)`` for lists of n values, ``(None, (lo, hi))``
-        for lists of lo to hi values, ``(None, None)`` for lists of any length.
+        for lists of lo to hi values, ``(None, None)`` for lists of any length; more
+        dimensions for lists of lists: ``(None, 3, 2)`` (3 lists of 2 values per row),
+        ``(None, None, 4)`` (any number of lists of 4). The dtype gets one ``list<...>``
+        level per dimension after the rows; the value count is the second dimension.
     value_count : dict or Domain, keyword only
         The list lengths (tabflow's spelling; also read from ``properties``). Read back as a
         :class:`Domain` that also answers ``value_count["max"]``.
@@ -142,6 +166,9 @@ class ColumnSchema:
     is_ragged: Optional[bool] = None
     dims: InitVar[Any] = None
     value_count: Any = field(default=None, kw_only=True)
+    # The whole shape, kept so that copies (dataclasses.replace) carry the dimensions the
+    # list fields do not describe; recomputed from those fields on every construction.
+    _dims: Any = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self, dims: Any) -> None:
         properties = dict(self.properties or {})
@@ -151,12 +178,14 @@ class ColumnSchema:
             is_list, is_ragged, counts = self._shape_from_dims(shape, properties)
         else:
             is_list, is_ragged, counts = self._shape_from_fields(dtype, properties)
-        # The dtype name says whether the column is a list ("list<int64>"), so that engines
-        # and the loader read list-ness from the dtype alone.
-        if is_list and not dtypes.is_list(dtype):
-            dtype = dtypes.list_dtype(dtype)
-        elif not is_list and dtypes.is_list(dtype):
-            dtype = dtypes.element_dtype(dtype)
+            shape = self._derived_shape(dtype, is_list, counts)
+            if len(shape) > 2:
+                is_ragged = shape.is_ragged
+        # The dtype name says whether the column is a list and how deeply its lists nest
+        # ("list<int64>", "list<list<int64>>" for rows of lists of lists), so that engines
+        # and the loader read list-ness from the dtype alone: one level per dimension after
+        # the rows.
+        dtype = _nested(_leaf(dtype), len(shape) - 1)
         if counts is not None:
             properties["value_count"] = {"min": counts.min, "max": counts.max}
         else:
@@ -168,14 +197,15 @@ class ColumnSchema:
         set_(self, "is_list", is_list)
         set_(self, "is_ragged", is_ragged)
         set_(self, "value_count", counts)
+        set_(self, "_dims", shape.dims)
 
     # ------------------------------------------------------------------ shape resolution
     def _given_counts(self, properties: Mapping[str, Any]) -> "Domain | None":
         return Domain.of(self.value_count) if self.value_count is not None else Domain.of(properties.get("value_count"))
 
     def _shape_from_dims(self, shape: Shape, properties: Mapping[str, Any]) -> tuple[bool, bool, "Domain | None"]:
-        if len(shape) > 2:
-            raise ValueError(f"column {self.name!r}: shapes have at most two dimensions (rows, list values), got {shape.as_tuple}")
+        if len(shape) == 0:
+            raise ValueError(f"column {self.name!r}: a shape has at least one dimension (the rows), got ()")
         is_list, is_ragged = shape.is_list, shape.is_ragged
         if self.is_list is not None and self.is_list != is_list:
             raise ValueError(f"column {self.name!r}: is_list={self.is_list} is inconsistent with shape {shape.as_tuple}")
@@ -210,19 +240,43 @@ class ColumnSchema:
         counts = Domain(low or 0, high)
         return True, counts.min != counts.max, counts
 
+    def _derived_shape(self, dtype: str, is_list: bool, counts: "Domain | None") -> Shape:
+        """The shape the list fields describe, with the dimensions they do not (the rows',
+        those inside each list) kept from the shape this column was copied from."""
+        kept = Shape(self._dims) if self._dims is not None else Shape()
+        rows = kept[0] if len(kept) else None
+        if not is_list:
+            return Shape((rows,))
+        if len(kept) > 2:
+            inner = kept.dims[2:]  # type: ignore[index]
+        else:
+            # Lists of lists whose inner lengths nobody gave: any length.
+            inner = (None,) * (_depth(dtype) - 1)
+        values = (counts.min, counts.max) if counts is not None else None
+        return Shape((rows, values, *inner))
+
     # ------------------------------------------------------------------------ properties
     @property
     def element_dtype(self) -> str:
-        """Dtype of one element: the dtype itself for scalars, the inner one for lists."""
-        return dtypes.element_dtype(self.dtype)
+        """Dtype of one value: the dtype itself for scalars, the innermost one for lists
+        (``"int64"`` for ``"list<int64>"`` and ``"list<list<int64>>"``)."""
+        return _leaf(self.dtype)
 
     @property
     def shape(self) -> Shape:
-        """``(rows,)`` for a scalar, ``(rows, list length)`` for a list column."""
-        if not self.is_list:
-            return Shape((None,))
-        counts = self.value_count
-        return Shape((None, (counts.min, counts.max) if counts is not None else None))
+        """``(rows,)`` for a scalar, ``(rows, list length)`` for a list column, one more
+        dimension per level of lists inside the lists.
+
+        Examples
+        --------
+        >>> from tabflow.schema import ColumnSchema
+        >>> c = ColumnSchema("m", dtype="float32", dims=(None, 3, 2))
+        >>> c.shape.as_tuple, c.dtype, c.is_ragged, c.value_count
+        (((0, None), 3, 2), 'list<list<float32>>', False, Domain(min=3, max=3, name=None))
+        >>> ColumnSchema("n", dtype="list<list<int64>>").shape.as_tuple
+        ((0, None), (0, None), (0, None))
+        """
+        return Shape(self._dims)
 
     @property
     def int_domain(self) -> "Domain | None":
@@ -305,7 +359,8 @@ class ColumnSchema:
         if not is_list:
             return replace(self, dtype=name, properties=properties, is_list=False, is_ragged=None, value_count=None)
         if is_ragged is not None:
-            return replace(self, dtype=name, properties=properties, is_list=True, is_ragged=is_ragged, value_count=None)
+            # New list flags describe a new shape (merlin drops the old one too).
+            return replace(self, dtype=name, properties=properties, is_list=True, is_ragged=is_ragged, value_count=None, _dims=None)
         keep = self.is_list
         return replace(
             self,
@@ -345,6 +400,7 @@ class ColumnSchema:
             is_list=other.is_list,
             is_ragged=other.is_ragged,
             value_count=other.value_count,
+            _dims=other._dims,
         )
 
     def __str__(self) -> str:
@@ -352,7 +408,21 @@ class ColumnSchema:
 
     # ----------------------------------------------------------------------- documents
     def to_dict(self) -> dict:
-        return {
+        """The column as JSON-ready values (:meth:`from_dict` reads them back).
+
+        ``dims`` (the shape, one entry per dimension: a size, or ``[min, max]``) is written
+        when the shape says more than the list fields: lists of lists, or bounds on the rows.
+
+        Examples
+        --------
+        >>> from tabflow.schema import ColumnSchema
+        >>> d = ColumnSchema("m", dtype="float32", dims=(None, 3, 2)).to_dict()
+        >>> d["dtype"], d["value_count"], d["dims"]
+        ('list<list<float32>>', {'min': 3, 'max': 3}, [[0, None], 3, 2])
+        >>> ColumnSchema.from_dict(d).shape.as_tuple
+        ((0, None), 3, 2)
+        """
+        out = {
             "name": self.name,
             "dtype": self.dtype,
             "tags": sorted(str(t) for t in self.tags),
@@ -361,6 +431,10 @@ class ColumnSchema:
             "is_ragged": self.is_ragged,
             "value_count": dict(self.value_count) if self.value_count else None,
         }
+        shape = self.shape
+        if len(shape) > 2 or not shape[0].is_unknown:
+            out["dims"] = [list(dim) if isinstance(dim, tuple) else dim for dim in shape.as_tuple]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ColumnSchema":
@@ -370,6 +444,19 @@ class ColumnSchema:
         resolved tag conflicts hold some), and a dtype left out means ``float64``, as it did.
         """
         properties = dict(data.get("properties") or {})
+        dims = data.get("dims")
+        if dims is not None:
+            # The shape says everything the list fields say.
+            if not isinstance(dims, list):
+                raise ValueError(f"column {data['name']!r}: 'dims' must be a list of dimensions, got {dims!r}")
+            properties.pop("value_count", None)
+            return cls(
+                name=data["name"],
+                tags=TagSet._unchecked(data.get("tags", ())),
+                properties=properties,
+                dtype=data.get("dtype", "float64"),
+                dims=tuple(tuple(dim) if isinstance(dim, list) else dim for dim in dims),
+            )
         is_list = data.get("is_list")
         if is_list is False:
             # Earlier versions left a list's value count in the properties when a column

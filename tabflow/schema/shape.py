@@ -1,8 +1,10 @@
 """Shapes of columns: the range of sizes of each dimension, as merlin's ``merlin.dtypes.shape``.
 
 A scalar column has one dimension (the rows); a list column has a second one, the number of
-values in a row, whose ``min`` and ``max`` are the column's ``value_count``. A ``max`` of
-``None`` is unbounded.
+values in a row, whose ``min`` and ``max`` are the column's ``value_count``; lists of lists
+have a third, and so on: ``(None, 3, 2)`` is a column whose rows are 3 lists of 2 values,
+``(None, None, 4)`` one whose rows are any number of lists of 4 values. A ``max`` of ``None``
+is unbounded. A shape is *ragged* when a dimension after the rows has no fixed size.
 
 Examples
 --------
@@ -12,14 +14,42 @@ Examples
 (True, True, 5, ((0, None), (1, 5)))
 >>> Shape((None, 3)).is_ragged, Shape((None,)).is_list
 (False, False)
+>>> Shape((None, 3, 2)).is_ragged, Shape((None, None, 4)).is_ragged, len(Shape((None, 3, 2)))
+(False, True, 3)
 """
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any, Optional
 
-__all__ = ["Dimension", "Shape"]
+__all__ = ["DefaultShapes", "Dimension", "Shape"]
+
+
+def _size(value: Any) -> Any:
+    # NumPy integers (sizes taken from an array's shape) are sizes too; floats are not.
+    if value is None or isinstance(value, (bool, float)):
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value
+
+
+class DefaultShapes(Enum):
+    """The shapes of a list of any length and of a scalar, as merlin names them.
+
+    Examples
+    --------
+    >>> from tabflow.schema.shape import DefaultShapes, Shape
+    >>> Shape(DefaultShapes.LIST).is_ragged, Shape(DefaultShapes.SCALAR).as_tuple
+    (True, ((0, None),))
+    """
+
+    LIST = (None, None)
+    SCALAR = (None,)
 
 
 @dataclass(frozen=True)
@@ -39,6 +69,8 @@ class Dimension:
     def __post_init__(self) -> None:
         if self.min is None:
             raise ValueError("the minimum size of a dimension cannot be None")
+        object.__setattr__(self, "min", _size(self.min))
+        object.__setattr__(self, "max", _size(self.max))
         for which, value in (("minimum", self.min), ("maximum", self.max)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"the {which} size of a dimension must be an integer, got {value!r}")
@@ -80,10 +112,11 @@ def _dimension(dim: Any, dims: Any) -> Dimension:
         return dim
     if dim is None:
         return Dimension()
+    dim = _size(dim)
     if isinstance(dim, int) and not isinstance(dim, bool):
         return Dimension(dim, dim)
     if isinstance(dim, (tuple, list)) and len(dim) == 2:
-        return Dimension(0 if dim[0] is None else dim[0], dim[1])
+        return Dimension(0 if dim[0] is None else _size(dim[0]), _size(dim[1]))
     raise ValueError(
         f"invalid shape {dims!r}: each dimension is None, an integer or a (min, max) pair"
     )
@@ -95,16 +128,20 @@ class Shape:
 
     Parameters
     ----------
-    dims : tuple or Shape, optional
-        One entry per dimension: ``None`` (any size), an integer (that size) or a
-        ``(min, max)`` pair.
+    dims : tuple, Shape or DefaultShapes, optional
+        One entry per dimension, the rows first: ``None`` (any size), an integer (that
+        size), a ``(min, max)`` pair or a :class:`Dimension`. Any number of dimensions.
 
     Examples
     --------
-    >>> from tabflow.schema.shape import Shape
+    >>> from tabflow.schema.shape import Dimension, Shape
     >>> Shape((None, 4)).as_tuple, Shape((None, 4)).max
     (((0, None), 4), (None, 4))
     >>> Shape() == Shape((None, 4))  # an unknown shape matches any
+    True
+    >>> Shape((None, 3, 4)) == Shape((Dimension(), Dimension(3, 3), 4)), Shape((None, 3, 4)).is_fixed
+    (True, False)
+    >>> Shape((None, 3, 4)).with_dim(0, 8).is_fixed  # every dimension fixed, the rows too
     True
     """
 
@@ -112,6 +149,8 @@ class Shape:
 
     def __post_init__(self) -> None:
         dims = self.dims.dims if isinstance(self.dims, Shape) else self.dims
+        if isinstance(dims, DefaultShapes):
+            dims = dims.value
         if dims is not None:
             if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
                 raise TypeError(f"a shape is a tuple of dimensions or a Shape, got {dims!r}")

@@ -293,3 +293,34 @@ def test_process_epoch_with_amp_on_the_gpu(dataset, etl):
     assert losses[-1] < 0.5 * losses[0], losses
     assert y_pred.is_cuda and y.is_cuda and y_pred.shape == y.shape == (NUM_ROWS,)
     assert bool(torch.isfinite(y_pred.float()).all())
+
+
+def test_dense_fixed_shape_list_batches_in_the_torch_modules():
+    # A list column whose schema fixes its shape reaches the modules as one dense tensor.
+    import tabflow as nvt
+    from tabflow.framework_utils.torch import EmbeddingFeature, EmbeddingTables
+    from tabflow.framework_utils.torch.utils import DictTransform
+
+    df = pd.DataFrame({"c": [1, 2, 3, 4], "x": [0.5, 1.0, 1.5, 2.0], "y": [0, 1, 0, 1]})
+    df["fixed"] = [[1, 2, 3], [4, 5, 6], [7, 8, 9], [1, 1, 2]]
+    df["cube"] = np.arange(1, 25).reshape(4, 3, 2).tolist()
+    ds = nvt.Dataset(df)
+    ds.schema["fixed"] = ds.schema["fixed"].with_shape((None, 3))
+    ds.schema["cube"] = ds.schema["cube"].with_shape((None, 3, 2))
+    loader = Loader(ds, batch_size=4, cats=["c", "fixed", "cube"], conts=["x"], labels=["y"])
+    inputs, _ = next(iter(loader))
+    loader.shutdown()
+    assert inputs["fixed"].shape == (4, 3) and inputs["cube"].shape == (4, 3, 2)
+    tables = EmbeddingTables([EmbeddingFeature("fixed", "fixed", 10, 2, "sum", True)])
+    ragged = {"fixed__values": torch.tensor(np.ravel(df["fixed"].tolist())), "fixed__offsets": torch.tensor([0, 3, 6, 9, 12])}
+    # Pooled as the same bags as values/offsets give.
+    torch.testing.assert_close(tables(inputs)["fixed"], tables(ragged)["fixed"])
+    cube = EmbeddingTables([EmbeddingFeature("cube", "cube", 30, 2, "sum", True)])
+    with pytest.raises(ValueError, match=r"'cube'.*\[batch, width\].*\(4, 3, 2\)"):
+        cube(inputs)
+    (single, multi_hot), x_cont, _ = DictTransform(loader).transform((inputs, None))
+    assert single.shape == (4, 1) and set(multi_hot) == {"fixed", "cube"} and x_cont.shape == (4, 1)
+    with Loader(ds, batch_size=4, cats=["c"], conts=["x", "cube"], labels=["y"]) as conts_loader:
+        batch = next(iter(conts_loader))
+        with pytest.raises(ValueError, match=r"continuous column\(s\) \['cube'\] are list columns"):
+            DictTransform(conts_loader).transform(batch)

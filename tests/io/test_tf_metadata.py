@@ -93,3 +93,37 @@ def test_contradictory_tags_of_old_files_are_read():
 def test_json_feature_without_a_name_is_a_load_error():
     with pytest.raises(LoadError, match="without a name"):
         schema_from_tfmd_json({"feature": [{"type": "INT"}]})
+
+
+def _dim_text(dim):
+    if isinstance(dim, tuple):
+        items = " ".join("values { null_value: NULL_VALUE }" if d is None else f"values {{ number_value: {float(d)} }}" for d in dim)
+        return f"values {{ list_value {{ {items} }} }}"
+    return f"values {{ number_value: {float(dim)} }}"
+
+
+def test_merlin_dims_of_any_rank_are_read_from_proto_text():
+    # As merlin 23.08 writes a column of shape (None, 3, 2) and one of shape (None, None, 4).
+    def feature(name, dims, ragged, value_count=""):
+        listed = " ".join(_dim_text(d) for d in dims)
+        return f'''feature {{ name: "{name}" {value_count} type: FLOAT annotation {{ extra_metadata {{
+          [type.googleapis.com/google.protobuf.Struct] {{
+            fields {{ key: "_dims" value {{ list_value {{ {listed} }} }} }}
+            fields {{ key: "is_list" value {{ bool_value: true }} }}
+            fields {{ key: "is_ragged" value {{ bool_value: {str(ragged).lower()} }} }}
+            fields {{ key: "dtype_item_size" value {{ number_value: 32.0 }} }} }} }} }} }}'''
+
+    text = feature("m", [(0, None), 3, 2], False, "value_count { min: 3 max: 3 }") + feature("r", [(0, None), (0, None), 4], True)
+    schema = schema_from_proto_text(text)
+    assert schema["m"].shape.as_tuple == ((0, None), 3, 2) and schema["m"].dtype == "list<list<float32>>"
+    assert not schema["m"].is_ragged and schema["m"].value_count == {"min": 3, "max": 3}
+    assert schema["r"].shape.as_tuple == ((0, None), (0, None), 4) and schema["r"].is_ragged
+    assert schema["r"].value_count is None and "_dims" not in schema["r"].properties
+
+
+def test_a_malformed_merlin_dims_is_a_load_error_naming_the_column():
+    text = '''feature { name: "bad" type: INT annotation { extra_metadata {
+      [type.googleapis.com/google.protobuf.Struct] {
+        fields { key: "_dims" value { list_value { values { list_value { values { number_value: 3.0 } values { number_value: 1.0 } } } } } } } } } }'''
+    with pytest.raises(LoadError, match="'bad'"):
+        schema_from_proto_text(text)

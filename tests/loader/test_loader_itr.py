@@ -13,7 +13,7 @@ from loader_data import CATS, CONTS, LABEL, NUM_ROWS
 
 import tabflow as nvt
 from tabflow.loader._plan import default_epoch_seed
-from tabflow.loader.torch import TorchAsyncItr
+from tabflow.loader.torch import DLDataLoader, Loader, TorchAsyncItr
 
 
 def _itr(dataset, **kwargs):
@@ -53,9 +53,45 @@ def test_several_labels_give_a_matrix(dataset):
     assert y.shape == (8, 2) and y.dtype == torch.float32
 
 
-def test_list_column_points_to_loader(dataset):
-    with pytest.raises(TypeError, match="tags.*Loader"):
-        TorchAsyncItr(dataset, batch_size=8, cats=["tags"], conts=CONTS, labels=[LABEL])
+def _same_batches(left, right):
+    assert len(left) == len(right)
+    for (inputs, y), (expected, expected_y) in zip(left, right):
+        assert sorted(inputs) == sorted(expected)
+        for key in inputs:
+            torch.testing.assert_close(inputs[key], expected[key], equal_nan=True)
+        torch.testing.assert_close(y, expected_y)
+
+
+def test_a_list_column_gives_nvtabulars_dict_batches(dataset, frame):
+    # NVTabular 23.08's TorchAsyncItr: (inputs, targets), list columns as values/offsets.
+    with TorchAsyncItr(dataset, batch_size=64, cats=["row_id", "tags"], conts=CONTS, labels=[LABEL]) as itr:
+        batches = list(itr)
+        assert itr.output_schema.column_names == ["row_id", "tags", *CONTS, LABEL]
+    with Loader(dataset, batch_size=64, cats=["row_id", "tags"], conts=CONTS, labels=[LABEL]) as loader:
+        _same_batches(batches, list(loader))
+    ids = torch.cat([inputs["row_id"] for inputs, _ in batches])
+    assert ids.tolist() == list(range(NUM_ROWS))
+    offsets = [inputs["tags__offsets"] for inputs, _ in batches]
+    assert sum(len(o) - 1 for o in offsets) == NUM_ROWS
+    values = torch.cat([inputs["tags__values"] for inputs, _ in batches]).tolist()
+    assert values == [v for row in frame["tags"] for v in (row if isinstance(row, (list, np.ndarray)) else [])]
+    assert DLDataLoader(TorchAsyncItr(dataset, batch_size=8, cats=["tags"], conts=[], labels=[LABEL])).n_inp == 1
+
+
+@pytest.mark.parametrize("sparse", [{"sparse_names": ["tags"]}, {"sparse_max": {"tags": 40}, "sparse_as_dense": True}])
+def test_sparse_arguments_give_the_loaders_layout(dataset, sparse):
+    args = dict(cats=[*CATS, "tags"], conts=CONTS, labels=[LABEL], batch_size=32, **sparse)
+    with TorchAsyncItr(dataset, **args) as itr, Loader(dataset, **args) as loader:
+        got, expected = list(itr), list(loader)
+    key = "tags"
+    assert got[0][0][key].layout == (torch.sparse_coo if "sparse_names" in sparse else torch.strided)
+    for (inputs, _), (reference, _) in zip(got, expected):
+        torch.testing.assert_close(inputs[key].to_dense(), reference[key].to_dense())
+
+
+def test_a_list_target_is_refused(dataset):
+    with pytest.raises(TypeError, match="'tags'.*scalar"):
+        TorchAsyncItr(dataset, batch_size=8, cats=CATS, conts=CONTS, labels=["tags"])
 
 
 def test_nvtabular_argument_order_and_defaults(dataset, frame):
@@ -70,12 +106,6 @@ def test_nvtabular_argument_order_and_defaults(dataset, frame):
         assert len(itr) == math.ceil(NUM_ROWS / 8)
     with pytest.raises(TypeError, match=r"categorical columns must be column names, got 64.*batch_size=\.\.\. by keyword"):
         TorchAsyncItr(dataset, 64, CATS, CONTS)
-
-
-@pytest.mark.parametrize("sparse", [{"sparse_names": ["tags"]}, {"sparse_max": {"tags": 4}}, {"sparse_as_dense": True}])
-def test_sparse_arguments_point_to_loader(dataset, sparse):
-    with pytest.raises(TypeError, match="sparse_names, sparse_max and sparse_as_dense.*Loader"):
-        TorchAsyncItr(dataset, cats=CATS, conts=CONTS, labels=[LABEL], batch_size=8, **sparse)
 
 
 def test_a_role_without_columns_is_an_empty_matrix(dataset):

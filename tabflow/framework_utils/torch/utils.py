@@ -90,7 +90,8 @@ class DictTransform:
       ``{name: data}`` for list columns: ``(values, offsets)`` from ``name__values`` /
       ``name__offsets`` (``batch + 1`` offsets), or the padded / sparse tensor. None when the
       loader has no categorical columns.
-    - ``conts``: the continuous columns stacked into ``[batch, n]`` (None when there are none).
+    - ``conts``: the continuous columns stacked into ``[batch, n]`` (None when there are none);
+      a list column among them is a ``ValueError`` naming it.
     - ``labels``: the batch's labels or targets, unchanged.
 
     A ``TorchAsyncItr`` batch is already stacked: ``(x_cat, x_cont, y)`` becomes
@@ -136,7 +137,15 @@ class DictTransform:
             return cats, conts, labels
         inputs, labels = _split_dict_batch(batch)
         cats = self.create_stack(inputs, self.cats) if self.cats else None
-        conts = self.create_stack(inputs, self.conts)[0] if self.conts else None
+        conts = None
+        if self.conts:
+            conts, lists = self.create_stack(inputs, self.conts)
+            if lists:
+                raise ValueError(
+                    f"continuous column(s) {sorted(lists)} are list columns (a [batch, *shape] tensor or values "
+                    "and offsets); x_cont stacks scalar columns only: load them as categorical (multi-hot) "
+                    "columns, or flatten them into scalar columns before loading"
+                )
         return cats, conts, labels
 
     def create_stack(self, batch: Mapping[str, Any], target_columns: Sequence[str]) -> tuple[torch.Tensor | None, dict]:

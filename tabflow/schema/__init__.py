@@ -21,7 +21,7 @@ from __future__ import annotations
 from tabflow.schema import dtypes
 from tabflow.schema.column import ColumnSchema, Domain
 from tabflow.schema.schema import SCHEMA_VERSION, Schema
-from tabflow.schema.shape import Dimension, Shape
+from tabflow.schema.shape import DefaultShapes, Dimension, Shape
 from tabflow.schema.tags import Tags, TagSet, TagsType
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "Schema",
     "Domain",
     "Shape",
+    "DefaultShapes",
     "Dimension",
     "SCHEMA_FILENAME",
     "SCHEMA_FILENAMES",

@@ -38,24 +38,41 @@ def install_source() -> str:
     """Where this copy of tabflow was installed from: a checkout's directory, a wheel or archive
     file, or :data:`DISTRIBUTION` for a copy from a package index (or one pip did not record).
 
-    Read from the ``direct_url.json`` pip writes into the installed metadata (PEP 610).
+    A copy imported from a checkout (installed with ``pip install -e``, or run from the source
+    tree) names that checkout; otherwise the ``direct_url.json`` pip writes into the installed
+    metadata (PEP 610) names the file it was installed from.
     """
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if _is_checkout(checkout):
+        return checkout
+    for distribution in importlib.metadata.distributions(name=DISTRIBUTION):
+        path = _recorded_file(distribution.read_text("direct_url.json"))
+        if path is not None:
+            return path
+    return DISTRIBUTION
+
+
+def _is_checkout(directory: str) -> bool:
     try:
-        recorded = importlib.metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
-    except importlib.metadata.PackageNotFoundError:
-        return DISTRIBUTION
+        with open(os.path.join(directory, "pyproject.toml"), encoding="utf-8") as file:
+            text = file.read()
+    except OSError:
+        return False
+    return f'name = "{DISTRIBUTION}"' in text
+
+
+def _recorded_file(recorded: str | None) -> str | None:
+    """The local file or directory a PEP 610 record names, if it still exists."""
     if not recorded:
-        return DISTRIBUTION
+        return None
     try:
         url = urlparse(json.loads(recorded)["url"])
     except (ValueError, KeyError, TypeError):
-        return DISTRIBUTION
+        return None
     path = unquote(url.path)
     # Only a local file or directory that still exists can be named again; a VCS or remote
     # URL would need its credentials and revision, which the index name does not.
-    if url.scheme == "file" and os.path.exists(path):
-        return path
-    return DISTRIBUTION
+    return path if url.scheme == "file" and os.path.exists(path) else None
 
 
 def pip_install(*extras: str, source: str | None = None) -> str:

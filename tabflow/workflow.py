@@ -239,7 +239,8 @@ class Workflow:
     def fit(self, dataset: Any, progress: bool = False) -> "Workflow":
         """Compute the statistics of every statistics op, in as few passes as possible.
 
-        The passes are logged (logger ``tabflow.workflow``, level INFO).
+        The passes are logged (logger ``tabflow.workflow``, level INFO). Freed partition
+        buffers go back to the operating system (:mod:`tabflow.io.memory`).
 
         Parameters
         ----------
@@ -248,9 +249,6 @@ class Workflow:
             Show a progress bar of each pass over the data (see :mod:`tabflow.io.progress`:
             tqdm's Dask callback on Dask's local schedulers, ``distributed.progress`` with a
             distributed client).
-
-        The passes are logged (logger ``tabflow.workflow``, level INFO). Freed partition
-        buffers go back to the operating system (:mod:`tabflow.io.memory`).
         """
         dataset = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
         keep_large_buffers_mapped()

@@ -450,25 +450,18 @@ class ColumnSchema:
             if not isinstance(dims, list):
                 raise ValueError(f"column {data['name']!r}: 'dims' must be a list of dimensions, got {dims!r}")
             properties.pop("value_count", None)
-            return cls(
-                name=data["name"],
-                tags=TagSet._unchecked(data.get("tags", ())),
-                properties=properties,
-                dtype=data.get("dtype", "float64"),
-                dims=tuple(tuple(dim) if isinstance(dim, list) else dim for dim in dims),
-            )
-        is_list = data.get("is_list")
-        if is_list is False:
-            # Earlier versions left a list's value count in the properties when a column
-            # was made scalar.
-            properties.pop("value_count", None)
+            shape: dict[str, Any] = {"dims": tuple(tuple(dim) if isinstance(dim, list) else dim for dim in dims)}
+        else:
+            shape = {"is_list": data.get("is_list"), "is_ragged": data.get("is_ragged"), "value_count": data.get("value_count")}
+            if shape["is_list"] is False:
+                # Earlier versions left a list's value count in the properties when a column
+                # was made scalar.
+                properties.pop("value_count", None)
         return cls(
             name=data["name"],
             tags=TagSet._unchecked(data.get("tags", ())),
             properties=properties,
             dtype=data.get("dtype", "float64"),
-            is_list=is_list,
-            is_ragged=data.get("is_ragged"),
-            value_count=data.get("value_count"),
+            **shape,
         )
 

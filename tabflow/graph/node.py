@@ -138,10 +138,25 @@ class Node:
         return Node(op=op, parents=[self], dependencies=_dependency_nodes(declared))
 
     def __add__(self, other: Any) -> "Node":
-        return Node(parents=[self, _operand(other)])
+        # As merlin builds ``+``: one concatenation node per chain, whose parent is the
+        # leftmost operand and whose dependencies are the others, in order. ``a + b + c``
+        # and ``a + (b + c)`` give one node with parent ``a`` and dependencies ``b``, ``c``.
+        # Unlike merlin, neither operand is changed: ``total = a + b; total + c`` leaves
+        # ``total`` as it was.
+        if _is_empty(other):
+            return self
+        operand = _operand(other)
+        if _is_plus(self):
+            parents, dependencies = self.parents, self.dependencies
+        else:
+            parents, dependencies = [self], []
+        added = [*operand.parents, *operand.dependencies] if _is_plus(operand) else [operand]
+        return Node(parents=parents, dependencies=[*dependencies, *added], step=Concat())
 
     def __radd__(self, other: Any) -> "Node":
-        return Node(parents=[_operand(other), self])
+        if _is_empty(other):
+            return self
+        return _operand(other) + self
 
     def __sub__(self, other: Any) -> "Node":
         # Columns named here are dropped; nodes' output columns too, known once resolved.
@@ -411,12 +426,68 @@ def _as_op(op: Any) -> Any:
 
 
 def _operand(other: Any) -> Node:
-    """The right-hand side of ``+``: a list that is not all names is one column group, as in
+    """An operand of ``+``: a list that is not all names is one column group, as in
     NVTabular (``node + [other_node, "c"]``); a list of names is a plain selection."""
     if isinstance(other, (list, tuple)) and not all(isinstance(o, (str, Tags)) for o in other):
-        parts = [as_node(o) for o in other]
-        return Node(parents=parts, step=Group())
+        return as_group(other)
     return as_node(other)
+
+
+def _is_empty(other: Any) -> bool:
+    """Whether ``+`` adds nothing (``node + []``), which merlin answers with the node itself."""
+    if isinstance(other, ColumnSelector):
+        return not (other.names or other.tags or other.all)
+    return other is None or (isinstance(other, (list, tuple)) and not other)
+
+
+def _is_plus(node: Node) -> bool:
+    """Whether ``node`` is a concatenation that ``+`` made (a column group is not)."""
+    return type(node.step) is Concat
+
+
+def _carries_groups(node: Node) -> bool:
+    """Whether ``node``'s columns reach the next op with column groups (known from the
+    graph's structure: only selections, ``+``, subsets and subgraphs pass groups on)."""
+    step = node.step
+    if isinstance(step, Group):
+        return True
+    if isinstance(step, (Select, Subset)):
+        return bool(step.selector.subgroups)
+    if isinstance(step, Concat):
+        return any(_carries_groups(upstream) for upstream in [*node.parents, *node.dependencies])
+    if isinstance(step, Nested):
+        return _carries_groups(node.parents[0])
+    return False
+
+
+def as_group(items: Sequence[Any]) -> Node:
+    """One column group of the columns of ``items`` (names, lists of names, selectors and
+    nodes), as a list holding a node is wherever NVTabular takes one: the operand of ``+``
+    (``node + [other_node, "c"]``) and the input of an op (``[a_node, "c"] >> op``).
+
+    Groups nest one level deep, as selectors do: an item whose columns already carry a
+    column group (a ``[...]`` of nodes, a nested list of names) is a ValueError.
+
+    Examples
+    --------
+    >>> from tabflow import ops
+    >>> from tabflow.graph.node import as_group
+    >>> country = ["geo"] >> ops.Rename(postfix="_country")
+    >>> as_group([country, "user"]).label
+    '[ ]'
+    >>> as_group([country + [country, "user"]])
+    Traceback (most recent call last):
+    ...
+    ValueError: column groups nest one level deep: ...
+    """
+    parts = [as_node(item) for item in items]
+    nested = [part for part in parts if _carries_groups(part)]
+    if nested:
+        raise ValueError(
+            f"column groups nest one level deep: the group {list(items)!r} holds {nested[0]!r}, whose columns "
+            "already carry a column group. Group the columns once: [a, b, c] >> op, or a + [b, c], not [a + [b, c]] >> op"
+        )
+    return Node(parents=parts, step=Group())
 
 
 def as_node(obj: Any) -> Node:

@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel, renaming_kernels
-from tabflow.graph.node import Node, as_node
+from tabflow.graph.node import Node, as_group
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import ColumnSchema, Schema
 
@@ -201,8 +201,8 @@ class Operator(metaclass=_OperatorMeta):
             return other >> self
         try:
             selector = other if isinstance(other, ColumnSelector) else ColumnSelector(_listed(other))
-        except TypeError:  # names mixed with nodes: their concatenation feeds the op
-            return as_node(other) >> self
+        except TypeError:  # nodes in the list: one column group feeds the op, as ``+ [...]`` is
+            return as_group(other) >> self
         # ``names >> op``: the op makes the node that selects its input (merlin's hook).
         return self.create_node(selector) >> self
 

@@ -32,6 +32,8 @@ import io
 import subprocess
 from typing import Any
 
+from tabflow.graph.steps import Concat
+
 __all__ = ["plot_workflow", "workflow_layout", "GraphPicture"]
 
 # Fill colour per node kind: inputs, ops (statistics ops darker), structure, drop, subgraph.
@@ -140,7 +142,7 @@ def plot_workflow(workflow: Any, ax: Any = None, max_label: int = 28) -> Any:
         _, ax = plt.subplots(figsize=_figure_size(positions))
     nodes = {node.id: node for node in workflow.nodes}
     for node in workflow.nodes:
-        for upstream, style in [*((p, "-") for p in node.parents), *((d, "--") for d in node.dependencies)]:
+        for upstream, style in [*((p, "-") for p in _solid(node)), *((d, "--") for d in _dashed(node))]:
             # Shrinking in points keeps the arrow heads outside the label boxes.
             ax.add_patch(
                 FancyArrowPatch(
@@ -216,9 +218,9 @@ class GraphPicture:
                 str(node.id), _html_label(node), fillcolor=_COLORS[_color_kind(node)],
                 tooltip=graphviz.escape(_tooltip(node)), **({"shape": "circle", "width": "0.3"} if node.kind == "concat" else {}),
             )
-            for parent in _drawn_upstream(node, node.parents, merged):
+            for parent in _drawn_upstream(node, _solid(node), merged):
                 digraph.edge(str(parent.id), str(node.id))
-            for dependency in _drawn_upstream(node, node.dependencies, merged):
+            for dependency in _drawn_upstream(node, _dashed(node), merged):
                 digraph.edge(str(dependency.id), str(node.id), style="dashed")
         return digraph
 
@@ -251,10 +253,10 @@ class GraphPicture:
         lines = []
         for node in self.nodes:
             line = f"[{number[node.id]}] {_text_label(node)}"
-            if node.parents:
-                line += " <- " + ", ".join(f"[{number[p.id]}]" for p in node.parents)
-            if node.dependencies:
-                line += " <= " + ", ".join(f"[{number[d.id]}]" for d in node.dependencies)
+            if _solid(node):
+                line += " <- " + ", ".join(f"[{number[p.id]}]" for p in _solid(node))
+            if _dashed(node):
+                line += " <= " + ", ".join(f"[{number[d.id]}]" for d in _dashed(node))
             lines.append(line)
         return "\n".join(lines)
 
@@ -295,9 +297,21 @@ def _color_kind(node: Any) -> str:
     return "stat" if op is not None and callable(getattr(op, "fit_finalize", None)) else node.kind
 
 
+def _solid(node: Any) -> list[Any]:
+    """The nodes whose columns ``node`` takes in as its input: every operand of a ``+``
+    (merlin keeps all but the first as dependencies), the parents of other nodes."""
+    return [*node.parents, *node.dependencies] if isinstance(node.step, Concat) else node.parents
+
+
+def _dashed(node: Any) -> list[Any]:
+    """The nodes ``node`` reads beside its input (a JoinGroupby's aggregated columns, the
+    columns ``a - b`` drops), drawn dashed."""
+    return [] if isinstance(node.step, Concat) else node.dependencies
+
+
 def _merged_concats(nodes: list[Any]) -> set[int]:
-    """Ids of ``+`` nodes drawn as part of the ``+`` they feed: ``a + b + c`` builds a chain of
-    two-parent concatenations, drawn as one ``+`` with three inputs."""
+    """Ids of ``+`` nodes drawn as part of the ``+`` they feed: a graph saved when each ``+``
+    made a node of its own (``a + b + c`` as a chain of two), drawn as one ``+``."""
     consumers: dict[int, list[Any]] = {node.id: [] for node in nodes}
     for node in nodes:
         for upstream in [*node.parents, *node.dependencies]:
@@ -305,7 +319,7 @@ def _merged_concats(nodes: list[Any]) -> set[int]:
     return {
         node.id for node in nodes
         if node.kind == "concat" and len(consumers[node.id]) == 1 and consumers[node.id][0].kind == "concat"
-        and node in consumers[node.id][0].parents
+        and node in _solid(consumers[node.id][0])
     }
 
 
@@ -314,7 +328,7 @@ def _drawn_upstream(node: Any, upstream: list[Any], merged: set[int]) -> list[An
     drawn = []
     for item in upstream:
         if item.id in merged:
-            drawn.extend(_drawn_upstream(item, item.parents, merged))
+            drawn.extend(_drawn_upstream(item, _solid(item), merged))
         else:
             drawn.append(item)
     return drawn

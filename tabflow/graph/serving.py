@@ -174,7 +174,7 @@ class ServingPlan:
             # A column an op adds to its input schema (compute_input_schema) comes from the data.
             produced = self._compile_op(node, _first_of([*parents, *dependencies, inputs], node.input_schema.column_names)) if names else {}
         elif isinstance(step, (Concat, Subset, Drop)) or (isinstance(step, Nested) and step.loop_until is None):
-            produced = _first_of(parents, names)
+            produced = _first_of([*parents, *dependencies], names)
         else:
             raise _Unsupported(f"the graph has a {step.label} step, which the serving plan does not run")
         done[node.id] = produced

@@ -202,22 +202,23 @@ class Apply(Step):
 
 
 class Concat(Step):
-    """The columns of every parent side by side (``a + b``), each name once; the column
-    groups of the parents are kept for the op that follows."""
+    """The columns of the parents, then of the dependencies, side by side (``a + b``: ``a``
+    is the parent and ``b`` a dependency, as in merlin), each name once; the column groups
+    of the operands are kept for the op that follows."""
 
     kind = "concat"
 
     def resolve(self, node, schemas, source):
-        parents = [schemas[p.id] for p in node.parents]
-        schema, origins = union([p.output_schema for p in parents], [p.origins for p in parents])
-        selector = combine_selectors([p.columns for p in parents])
+        operands = [schemas[n.id] for n in [*node.parents, *node.dependencies]]
+        schema, origins = union([o.output_schema for o in operands], [o.origins for o in operands])
+        selector = combine_selectors([o.columns for o in operands])
         return NodeSchema(ColumnSelector(schema.column_names), schema, schema, origins, self._grouping(selector))
 
     def _grouping(self, selector: ColumnSelector) -> ColumnSelector:
         return selector
 
     def run(self, node, parents, dependencies, source):
-        return concat_unique(list(parents), node.output_schema.column_names)
+        return concat_unique([*parents, *dependencies], node.output_schema.column_names)
 
     def structural_op(self) -> ConcatColumns:
         return ConcatColumns()

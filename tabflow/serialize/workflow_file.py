@@ -39,7 +39,10 @@ __all__ = ["write_graph", "read_graph", "SavedGraph", "FORMAT", "VERSION", "DOCU
 
 FORMAT = "tabflow.workflow"
 # 2: node schemas saved (load computes nothing), functions by registered name or as code.
-VERSION = 2
+# 3: a concatenation's operands are its parents then its dependencies (``a + b + c``: parent
+#    ``a``, dependencies ``b`` and ``c``, as merlin builds it); a version 2 reader would drop
+#    the dependencies' columns, so it is told to upgrade instead.
+VERSION = 3
 DOCUMENT = "workflow.json"
 _NODE_KINDS = {"selection", "op", "concat", "group", "subset", "drop", "subgraph"}
 

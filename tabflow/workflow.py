@@ -510,6 +510,9 @@ class Workflow:
         NVTabular's ``modules_byvalue`` (which modules cloudpickle embedded) is accepted and
         changes nothing: no module is ever saved.
 
+        A workflow that has not seen data yet saves its graph and its ops' parameters; the
+        loaded workflow is fitted (or given a schema with ``fit_schema``) like a new one.
+
         As in NVTabular, each op's files go with it: ``op.save_artifacts(directory)`` runs
         for every op and ``op.set_storage_path(directory, copy=True)`` for every statistics
         op (``Categorify(out_path=...)`` copies its vocabulary files, and then points at the
@@ -525,7 +528,6 @@ class Workflow:
         >>> nvt.Workflow.load(d, trust_code=True).transform(pd.DataFrame({"x": [5]}))["x"].tolist()
         [10]
         """
-        self._require_schema()
         path = os.path.abspath(path)
         check_target(path, "workflow", overwrite)
         tmp = temporary_directory(path, "workflow", overwrite)
@@ -597,7 +599,9 @@ class Workflow:
             recover(path)  # a save killed while moving its files in beside others: finish it
         saved = read_graph(path, trust_code=trust_code)
         workflow = cls(saved.output_node, client=client)
-        if saved.output_schema is None:
+        if saved.input_schema is None:
+            pass  # saved before it saw any data: fit it (or call fit_schema) as a new one
+        elif saved.output_schema is None:
             # Format 1 saved no node schemas: they are computed (registered functions only).
             workflow.fit_schema(saved.input_schema)
         else:

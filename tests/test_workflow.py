@@ -259,9 +259,37 @@ def test_load_errors(tmp_path):
         nvt.Workflow.load(str(tmp_path))
 
 
-def test_save_before_fit(tmp_path):
-    with pytest.raises(NotFittedError):
-        nvt.Workflow(["x"] >> ops.Normalize()).save(str(tmp_path / "wf"))
+def _upper(col):
+    return col.str.upper()
+
+
+def test_save_before_fit_saves_the_graph_to_fit_later(tmp_path):
+    # As in NVTabular: a workflow described in one script, fitted after loading in another.
+    frame = pd.DataFrame(
+        {"c": ["a", "b", None, "a", "b", "b"], "x": [1.0, None, 3.0, 5.0, None, 7.0], "e": ["u", "v", "u", None, "v", "u"]}
+    )
+    node = (["c"] >> ops.Categorify()) + (["x"] >> ops.FillMissing() >> ops.Normalize()) + (["e"] >> ops.LambdaOp(_upper))
+    nvt.Workflow(node).save(str(tmp_path / "wf"))
+    document = json.loads((tmp_path / "wf" / "workflow.json").read_text())
+    assert document["input_schema"] is None and all("output_schema" not in entry for entry in document["nodes"])
+
+    loaded = nvt.Workflow.load(str(tmp_path / "wf"), trust_code=True)
+    assert loaded.input_schema is None and loaded.output_schema is None
+    with pytest.raises(NotFittedError, match="fit"):
+        loaded.transform(frame)
+    out = loaded.fit_transform(nvt.Dataset(frame, npartitions=2)).compute().reset_index(drop=True)
+
+    filled = frame["x"].fillna(0.0)
+    expected_x = (filled - filled.mean()) / filled.std()
+    np.testing.assert_allclose(out["x"].to_numpy(dtype=float), expected_x.to_numpy(), rtol=1e-4)
+    assert out["e"].tolist()[:3] == ["U", "V", "U"] and pd.isna(out["e"].iloc[3])
+    # Equal categories get equal codes, the null its own.
+    codes = out["c"]
+    assert codes[1] == codes[4] == codes[5] and codes[0] == codes[3] and len({codes[0], codes[1], codes[2]}) == 3
+    # Fitted and saved again, it loads with its statistics.
+    loaded.save(str(tmp_path / "fitted"))
+    again = nvt.Workflow.load(str(tmp_path / "fitted"), trust_code=True)
+    pd.testing.assert_frame_equal(again.transform(frame), loaded.transform(frame))
 
 
 class _StringLength(ops.Operator):

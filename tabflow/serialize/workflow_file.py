@@ -41,7 +41,8 @@ FORMAT = "tabflow.workflow"
 # 2: node schemas saved (load computes nothing), functions by registered name or as code.
 # 3: a concatenation's operands are its parents then its dependencies (``a + b + c``: parent
 #    ``a``, dependencies ``b`` and ``c``, as merlin builds it); a version 2 reader would drop
-#    the dependencies' columns, so it is told to upgrade instead.
+#    the dependencies' columns, so it is told to upgrade instead. A workflow saved before it
+#    has seen data has ``"input_schema": null`` and no node schemas.
 VERSION = 3
 DOCUMENT = "workflow.json"
 _NODE_KINDS = {"selection", "op", "concat", "group", "subset", "drop", "subgraph"}
@@ -50,15 +51,17 @@ _NODE_KINDS = {"selection", "op", "concat", "group", "subset", "drop", "subgraph
 @dataclass
 class SavedGraph:
     """What :func:`read_graph` rebuilds: the output node and the workflow's schemas
-    (``output_schema`` is None for format 1, whose node schemas must be computed)."""
+    (``output_schema`` is None for format 1, whose node schemas must be computed; both are
+    None for a workflow saved before it saw any data)."""
 
     output_node: Node
-    input_schema: Schema
+    input_schema: Schema | None
     output_schema: Schema | None
 
 
-def write_graph(directory: str, output_node: Node, input_schema: Schema, output_schema: Schema) -> None:
-    """Write ``directory/workflow.json`` (and op tables beside it) for a resolved graph."""
+def write_graph(directory: str, output_node: Node, input_schema: Schema | None, output_schema: Schema | None) -> None:
+    """Write ``directory/workflow.json`` (and op tables beside it) for a graph: resolved,
+    with every node's schemas, or (schemas None) as described, before it has seen data."""
     nodes = [*output_node.ancestors(), output_node]
     index = {node.id: i for i, node in enumerate(nodes)}
     entries = []
@@ -68,10 +71,11 @@ def write_graph(directory: str, output_node: Node, input_schema: Schema, output_
             "kind": node.kind,
             "parents": [index[p.id] for p in node.parents],
             "dependencies": [index[d.id] for d in node.dependencies],
-            "input_selector": node.input_selector.to_dict(),
-            "input_schema": node.input_schema.to_dict(),
-            "output_schema": node.output_schema.to_dict(),
         }
+        if input_schema is not None:
+            entry["input_selector"] = node.input_selector.to_dict()
+            entry["input_schema"] = node.input_schema.to_dict()
+            entry["output_schema"] = node.output_schema.to_dict()
         if node.selector is not None:
             entry["selector"] = node.selector.to_dict()
         if node.dropped is not None:
@@ -89,8 +93,8 @@ def write_graph(directory: str, output_node: Node, input_schema: Schema, output_
         "version": VERSION,
         "nodes": entries,
         "output": index[output_node.id],
-        "input_schema": input_schema.to_dict(),
-        "output_schema": output_schema.to_dict(),
+        "input_schema": input_schema.to_dict() if input_schema is not None else None,
+        "output_schema": output_schema.to_dict() if output_schema is not None else None,
     }
     with open(os.path.join(directory, DOCUMENT), "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=1)
@@ -112,12 +116,16 @@ def read_graph(path: str, trust_code: bool = False) -> SavedGraph:
     entries = document.get("nodes")
     if not isinstance(entries, list) or not entries:
         raise LoadError(f"{file} holds no nodes")
+    # From version 3 a workflow may be saved before it has seen data: no schemas at all.
+    resolved = version < 3 or document.get("input_schema") is not None
     built: list[Node] = []
     for i, entry in enumerate(entries):
-        built.append(_read_node(entry, i, built, path, trust_code, with_schemas=version >= 2))
+        built.append(_read_node(entry, i, built, path, trust_code, with_schemas=resolved and version >= 2))
     output = document.get("output")
     if not isinstance(output, int) or isinstance(output, bool) or not 0 <= output < len(built):
         raise LoadError(f"{file}: the output node {output!r:.40} is not one of its {len(built)} nodes")
+    if not resolved:
+        return SavedGraph(built[output], None, None)
     input_schema = _read_schema(document.get("input_schema"), file)
     output_schema = _read_schema(document.get("output_schema"), file) if version >= 2 else None
     return SavedGraph(built[output], input_schema, output_schema)

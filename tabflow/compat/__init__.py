@@ -9,6 +9,9 @@ which are thin re-exports of the modules here:
 - :mod:`tabflow.compat.dispatch`: NVTabular's engine helpers (``make_df``, ``hash_series``, ...);
 - :mod:`tabflow.compat.tensorflow_metadata`: merlin's ``TensorflowMetadata`` for
   ``schema.pbtxt`` and ``.merlin/schema.json``;
+- :mod:`tabflow.compat.tf_metadata`: the format of those files, registered with the dataset
+  readers and writer when the package is imported (datasets carry ``.merlin/schema.json``,
+  and NVTabular's files give a dataset its tags and properties);
 - :mod:`tabflow.compat.legacy_fit`: NVTabular's ``StatOperator.fit(col_selector, ddf)``,
   registered with the workflow when the package is imported.
 
@@ -22,7 +25,7 @@ Examples
 
 from __future__ import annotations
 
-from tabflow.compat import legacy_fit
+from tabflow.compat import legacy_fit, tf_metadata
 from tabflow.compat.tensorflow_metadata import TensorflowMetadata
 
-__all__ = ["TensorflowMetadata", "legacy_fit"]
+__all__ = ["TensorflowMetadata", "legacy_fit", "tf_metadata"]

@@ -34,8 +34,8 @@ from tabflow.io.fs import filesystem, is_remote, local_path
 from tabflow.io.memory import keep_large_buffers_mapped
 from tabflow.io.partitions import iter_partitions
 from tabflow.io.progress import partition_bar
+from tabflow.io.readers._schema_files import schema_formats
 from tabflow.io.shuffle import Shuffle
-from tabflow.io.tf_metadata import MERLIN_METADATA_DIR_NAME, tfmd_json
 from tabflow.schema import SCHEMA_FILENAME, Schema
 
 __all__ = ["write_parquet", "write_hugectr", "portable_schema", "METADATA_FILENAME", "HIVE_NULL"]
@@ -243,14 +243,16 @@ def _role_array(table: pa.Table, names: Sequence[str], kind: str) -> np.ndarray:
 
 def _metadata_names(keyset: bool) -> list[str]:
     """The files a dataset holds besides its data files."""
-    names = [METADATA_FILENAME, hugectr.FILE_LIST, hugectr.METADATA_JSON, f"{MERLIN_METADATA_DIR_NAME}/schema.json", SCHEMA_FILENAME]
+    names = [METADATA_FILENAME, hugectr.FILE_LIST, hugectr.METADATA_JSON, *(f.path for f in schema_formats() if f.write), SCHEMA_FILENAME]
     return [*names, hugectr.KEYSET] if keyset else names
 
 
 def _write_schema_files(output: "_Output", schema: Schema) -> None:
-    """The dataset's schema as merlin reads it (``.merlin/schema.json``) and as tabflow does
-    (``_schema.json``, written last of the two)."""
-    output.write(f"{MERLIN_METADATA_DIR_NAME}/schema.json", json.dumps(tfmd_json(schema), indent=2).encode("utf-8"))
+    """The dataset's schema in each registered format that writes (merlin's
+    ``.merlin/schema.json``) and as tabflow reads it (``_schema.json``, written last)."""
+    for schema_format in schema_formats():
+        if schema_format.write is not None:
+            output.write(schema_format.path, schema_format.write(schema))
     output.write(SCHEMA_FILENAME, json.dumps(schema.to_dict(), indent=2).encode("utf-8"))
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tabflow.io.atomic import owned_files
 from tabflow.io.fs import basename, filesystem, is_remote, local_path, remote_url
-from tabflow.io.readers._schema_files import NOT_DATA, schema_next_to
+from tabflow.io.readers._schema_files import is_schema_file, schema_next_to
 from tabflow.io.readers._shared import DatasetReadError
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.io.readers.frame import read_frame
@@ -208,7 +208,7 @@ def _hive_files_local(root: str, registered: Format | None) -> list[str]:
 
 def _listed(name: str, registered: Format | None) -> bool:
     """Whether a directory listing takes the file ``name`` as data."""
-    return not name.startswith((".", "_")) and name not in NOT_DATA and (registered is None or registered.lists(name))
+    return not name.startswith((".", "_")) and not is_schema_file(name) and (registered is None or registered.lists(name))
 
 
 def _expand_remote(url: str, engine: str, registered: Format | None, storage_options: Any) -> list[str]:

@@ -12,11 +12,13 @@ block in newer ones, a plain object in the JSON).
 This module reads all of these with a small tolerant parser (unknown fields are skipped) and
 writes the JSON form (:func:`tfmd_json`), which merlin-core reads as ``.merlin/schema.json``.
 Numbers that Struct stores as doubles but that are whole (cardinalities, embedding
-dimensions) come back as ints.
+dimensions) come back as ints. Importing it registers both files with the dataset readers and
+writer (:func:`~tabflow.io.readers._schema_files.register_schema_format`): datasets NVTabular wrote keep
+their tags and properties, and every dataset tabflow writes carries ``.merlin/schema.json``.
 
 Examples
 --------
->>> from tabflow.io.tf_metadata import schema_from_proto_text
+>>> from tabflow.compat.tf_metadata import schema_from_proto_text
 >>> text = '''
 ... feature {
 ...   name: "user"
@@ -41,17 +43,17 @@ Examples
 from __future__ import annotations
 
 import base64
+import json
 import math
 import re
 import struct
 from typing import Any, Mapping, Sequence
 
+from tabflow.io import MERLIN_METADATA_DIR_NAME
+from tabflow.io.readers._schema_files import SchemaFormat, read_schema_file, register_schema_format
 from tabflow.schema import ColumnSchema, Schema, Shape, Tags
 
-__all__ = ["MERLIN_METADATA_DIR_NAME", "schema_from_proto_text", "schema_from_tfmd_json", "tfmd_json", "decode_struct"]
-
-#: The hidden directory in which merlin-core keeps ``schema.json`` next to the data.
-MERLIN_METADATA_DIR_NAME = ".merlin"
+__all__ = ["schema_from_proto_text", "schema_from_tfmd_json", "tfmd_json", "decode_struct"]
 
 _MAX_DEPTH = 64
 # Properties merlin keeps in extra_metadata to rebuild its own dtype and shape.
@@ -264,7 +266,7 @@ def decode_struct(data: bytes) -> dict:
 
     Examples
     --------
-    >>> from tabflow.io.tf_metadata import decode_struct
+    >>> from tabflow.compat.tf_metadata import decode_struct
     >>> decode_struct(b"\\n\\r\\n\\x07is_list\\x12\\x02 \\x00\\n\\x11\\n\\x0bnum_buckets\\x12\\x02\\x08\\x00")
     {'is_list': False, 'num_buckets': None}
     """
@@ -530,7 +532,7 @@ def tfmd_json(schema: Schema) -> dict:
 
     Examples
     --------
-    >>> from tabflow.io.tf_metadata import schema_from_tfmd_json, tfmd_json
+    >>> from tabflow.compat.tf_metadata import schema_from_tfmd_json, tfmd_json
     >>> from tabflow.schema import ColumnSchema, Schema, Shape, Tags
     >>> s = Schema([ColumnSchema("c", dtype="int32", tags=[Tags.CATEGORICAL], properties={"domain": {"min": 0, "max": 9}})])
     >>> doc = tfmd_json(s)
@@ -583,3 +585,21 @@ def _item_bits(element: str) -> int | None:
     if match:
         return int(match.group(1))
     return 8 if element.lower() in ("bool", "boolean") else None
+
+
+def _tfmd_document(document: Any, where: str) -> Schema | None:
+    # merlin also wrote TensorFlow Metadata JSON under the plain name ``schema.json``.
+    if isinstance(document, Mapping) and "feature" in document and "columns" not in document:
+        return schema_from_tfmd_json(document, where)
+    return None
+
+
+register_schema_format(
+    SchemaFormat(
+        f"{MERLIN_METADATA_DIR_NAME}/schema.json",
+        read=lambda text, where: read_schema_file(where, text),
+        read_document=_tfmd_document,
+        write=lambda schema: json.dumps(tfmd_json(schema), indent=2).encode("utf-8"),
+    )
+)
+register_schema_format(SchemaFormat("schema.pbtxt", read=lambda text, where: schema_from_proto_text(text, where)))

@@ -44,7 +44,7 @@ import inspect
 import os
 import threading
 from enum import Flag, auto
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel, renaming_kernels
@@ -52,7 +52,17 @@ from tabflow.graph.node import Node, as_node
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import ColumnSchema, Schema
 
-__all__ = ["Operator", "StatOperator", "NotFittedError", "OPERATOR_REGISTRY", "Supports", "DataFormats", "BaseOperator"]
+__all__ = [
+    "Operator",
+    "StatOperator",
+    "NotFittedError",
+    "OPERATOR_REGISTRY",
+    "Supports",
+    "DataFormats",
+    "BaseOperator",
+    "register_construction_check",
+    "register_attribute_alias",
+]
 
 #: Every Operator subclass by name; Workflow.load only instantiates classes found here.
 OPERATOR_REGISTRY: dict[str, type] = {}
@@ -87,6 +97,52 @@ def is_rebuilding() -> bool:
     return getattr(_rebuilding, "depth", 0) > 0
 
 
+_CONSTRUCTION_CHECKS: list[Callable[[Any], None]] = []
+_ATTRIBUTE_ALIASES: dict[type, dict[str, Callable[[Any], Any]]] = {}
+
+
+def register_construction_check(check: Callable[[Any], None]) -> None:
+    """Call ``check(op)`` on every op a user builds, once its ``__init__`` has returned.
+
+    Ops rebuilt from parameters an op already had (inside :func:`rebuilding_ops`) are not
+    checked. A warning ``check`` gives with ``stacklevel=3`` points at the line that built
+    the op. This is how arguments an op accepts for another library's sake are reported
+    without the op's own code naming them (``tabflow.compat.op_arguments``).
+
+    Examples
+    --------
+    >>> from tabflow import ops
+    >>> from tabflow.graph import operator
+    >>> built = []
+    >>> operator.register_construction_check(built.append)
+    >>> op = ops.Clip(min_value=0)
+    >>> clone = op.clone()
+    >>> operator._CONSTRUCTION_CHECKS.remove(built.append)
+    >>> built == [op]
+    True
+    """
+    _CONSTRUCTION_CHECKS.append(check)
+
+
+def register_attribute_alias(cls: type, name: str, read: Callable[[Any], Any]) -> None:
+    """``op.<name>`` reads ``read(op)`` on ops of ``cls`` and its subclasses that have no
+    attribute ``name`` of their own (another library's name for a fitted attribute).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow import ops
+    >>> from tabflow.graph.operator import register_attribute_alias
+    >>> class Offset(ops.Operator):
+    ...     def __init__(self, by=1):
+    ...         self.by = by
+    >>> register_attribute_alias(Offset, "amount", lambda op: op.by)
+    >>> Offset(by=3).amount
+    3
+    """
+    _ATTRIBUTE_ALIASES.setdefault(cls, {})[name] = read
+
+
 class NotFittedError(RuntimeError):
     """Raised when a statistics op is used before the workflow was fitted."""
 
@@ -119,6 +175,13 @@ class _OperatorMeta(type):
     def __rrshift__(cls, other: Any) -> Node:
         op = cls()
         return op.__rrshift__(other)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        op = super().__call__(*args, **kwargs)
+        if _CONSTRUCTION_CHECKS and not is_rebuilding():
+            for check in _CONSTRUCTION_CHECKS:
+                check(op)
+        return op
 
 
 class Operator(metaclass=_OperatorMeta):
@@ -162,6 +225,18 @@ class Operator(metaclass=_OperatorMeta):
     #: could dwarf, and rebuilt wherever the op runs; the op reads them with
     #: ``self.__dict__.get`` or ``setdefault``.
     _derived_attributes: tuple[str, ...] = ()
+
+    if not TYPE_CHECKING:  # the type checker keeps reporting unknown attributes of ops
+
+        def __getattr__(self, name: str) -> Any:
+            for owner in type(self).__mro__:
+                read = _ATTRIBUTE_ALIASES.get(owner, {}).get(name)
+                if read is not None:
+                    return read(self)
+            if any(name in vars(owner) for owner in type(self).__mro__):
+                # A property that raised AttributeError: raise its own error again.
+                return object.__getattribute__(self, name)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

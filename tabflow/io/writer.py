@@ -306,6 +306,7 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
                 routed = _route(pieces, data, index, nparts, len(names), shuffle, rng)
             else:
                 files = targets[index]
+                assert files is not None  # partitions without files are not in ``order``
                 if len(files) == 1:
                     if shuffle is not None:
                         data = pieces.take(data, rng.permutation(pieces.rows(data)))
@@ -514,6 +515,11 @@ class _Output:
     def begin(self) -> None:
         self.tmp = remote_atomic.temporary_directory(self.fs, self.path) if self.remote else atomic.temporary_directory(self.path, "dataset", self.overwrite)
 
+    def _begun(self) -> str:
+        if self.tmp is None:
+            raise RuntimeError("the output's temporary directory is made by begin(), before anything is written")
+        return self.tmp
+
     def claim(self, names: Sequence[str]) -> None:
         """Fail before any work where a file of the output would overwrite one tabflow did
         not write (where the output goes beside other files)."""
@@ -525,27 +531,27 @@ class _Output:
     def sink(self, name: str, handles: list) -> Any:
         """Where pyarrow writes ``name``: a local path, or an open fsspec file (kept in ``handles``)."""
         if not self.remote:
-            full = os.path.join(self.tmp, *name.split("/"))
+            full = os.path.join(self._begun(), *name.split("/"))
             os.makedirs(os.path.dirname(full), exist_ok=True)
             return full
-        handle = self.fs.open(f"{self.tmp}/{name}", "wb")
+        handle = self.fs.open(f"{self._begun()}/{name}", "wb")
         handles.append(handle)
         return handle
 
     def write(self, name: str, data: bytes) -> None:
         if self.remote:
-            self.fs.pipe_file(f"{self.tmp}/{name}", data)
+            self.fs.pipe_file(f"{self._begun()}/{name}", data)
             return
-        full = os.path.join(self.tmp, *name.split("/"))
+        full = os.path.join(self._begun(), *name.split("/"))
         os.makedirs(os.path.dirname(full), exist_ok=True)
         with open(full, "wb") as handle:
             handle.write(data)
 
     def publish(self) -> None:
         if self.remote:
-            remote_atomic.publish(self.fs, self.tmp, self.path, "dataset", self.overwrite)
+            remote_atomic.publish(self.fs, self._begun(), self.path, "dataset", self.overwrite)
         else:
-            atomic.publish(self.tmp, self.path, "dataset", self.overwrite)
+            atomic.publish(self._begun(), self.path, "dataset", self.overwrite)
 
     def discard(self) -> None:
         if self.tmp is None:

@@ -96,10 +96,10 @@ def schema_next_to(paths: Sequence[str], storage_options: Mapping[str, Any] | No
             # its own files, not these.
             own = {os.path.join(directory, *name.split("/")) for name in written}
             candidates = [c for c in candidates if c[0] not in own]
-    for candidate, schema_format in candidates:
+    for candidate, found_format in candidates:
         text = _read_if_present(candidate, storage_options)
         if text is not None:
-            return read_schema_file(candidate, text) if schema_format is None else schema_format.read(text, candidate)
+            return read_schema_file(candidate, text) if found_format is None else found_format.read(text, candidate)
     return None
 
 

@@ -31,7 +31,7 @@ import functools
 import importlib
 import importlib.util
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Self
 
 import dask
@@ -509,8 +509,8 @@ class _NoAnnotation:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info: object) -> bool:
-        return False
+    def __exit__(self, *exc_info: object) -> None:
+        return None
 
 
 # ------------------------------------------------------------------------ values and arrays
@@ -868,7 +868,7 @@ def concat_columns(args: Sequence[Any]) -> Any:
     if len(args) == 1:
         return args[0]
     first = args[0] if args else None
-    if isinstance(first, Mapping):
+    if isinstance(first, MutableMapping):
         merged = type(first)()
         for mapping in args:
             merged.update(mapping)

@@ -42,11 +42,10 @@ class LegacyFit:
     """Fits ops that override NVTabular's ``StatOperator.fit`` and not ``fit_partition``."""
 
     def accepts(self, op: Operator) -> bool:
-        cls = type(op)
         return (
             isinstance(op, StatOperator)
-            and callable(getattr(cls, "fit", None))
-            and cls.fit_partition is StatOperator.fit_partition
+            and callable(getattr(type(op), "fit", None))
+            and type(op).fit_partition is StatOperator.fit_partition
         )
 
     def fit(self, op: Operator, col_selector: Any, ddf: Any) -> Any:

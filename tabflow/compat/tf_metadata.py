@@ -104,7 +104,7 @@ def _unescape(body: str) -> bytes:
 
 
 def _tokenize(text: str, where: str) -> list[tuple[str, Any]]:
-    tokens = []
+    tokens: list[tuple[str, Any]] = []
     position = 0
     while position < len(text):
         match = _TOKENS.match(text, position)
@@ -112,7 +112,7 @@ def _tokenize(text: str, where: str) -> list[tuple[str, Any]]:
             raise _load_error(f"{where}: cannot parse the text protobuf near {text[position:position + 30]!r}")
         position = match.end()
         kind = match.lastgroup
-        if kind == "skip":
+        if kind is None or kind == "skip":
             continue
         value = match.group(kind)
         tokens.append((kind, _unescape(value[1:-1]) if kind == "string" else value))
@@ -190,7 +190,7 @@ class _Parser:
             return values
         kind, value = self.take()
         if kind == "string":
-            while self.peek() is not None and self.peek()[0] == "string":  # "a" "b" is "ab"
+            while (following := self.peek()) is not None and following[0] == "string":  # "a" "b" is "ab"
                 value += self.take()[1]
             return value
         if kind in ("number", "word"):
@@ -281,6 +281,7 @@ def _wire_fields(data: memoryview):
     while position < end:
         key, position = _varint(data, position)
         number, wire = key >> 3, key & 7
+        value: int | bytes | memoryview
         if wire == 0:
             value, position = _varint(data, position)
         elif wire == 1:
@@ -362,7 +363,7 @@ def _whole_numbers(value: Any) -> Any:
 def _column(name: str, kind: Any, domain: Mapping[str, Any] | None, value_count: Mapping[str, Any] | None,
             tags: Sequence[str], properties: Mapping[str, Any], fixed_shape: Sequence[int] = ()) -> ColumnSchema:
     """One column from a feature's parts, as merlin's ``_merlin_column`` reads them."""
-    properties = _whole_numbers(dict(properties))
+    properties = dict(_whole_numbers(dict(properties)))
     dims = _merlin_dims(name, properties.get("_dims"))
     bits = properties.get("dtype_item_size")
     is_list = bool(properties.get("is_list", False))
@@ -395,7 +396,7 @@ def _column(name: str, kind: Any, domain: Mapping[str, Any] | None, value_count:
     dtype = f"list<{element}>" if is_list and element else element
     if dims:
         # merlin's own shape: it says everything the value count and list flags say.
-        fields = dict(dtype=element, properties=properties, dims=dims)
+        fields: dict[str, Any] = dict(dtype=element, properties=properties, dims=dims)
     else:
         fields = dict(dtype=dtype, properties=properties, is_list=is_list, value_count=dict(counts) if is_list and counts else None)
     try:
@@ -414,7 +415,7 @@ def _merlin_dims(name: str, dims: Any) -> tuple | None:
     pair per dimension) as ``dims``; None where it kept none (``[]``, an unknown shape)."""
     if not isinstance(dims, list) or not dims:
         return None
-    out = []
+    out: list[Any] = []
     for dim in dims:
         if isinstance(dim, list) and len(dim) == 2 and all(d is None or isinstance(d, int) for d in dim):
             out.append(tuple(dim))
@@ -556,7 +557,7 @@ def tfmd_json(schema: Schema) -> dict:
             if dtype_names.is_integer(element):
                 feature["type"] = "INT"
             if domain is not None:
-                int_domain = {k: (str(domain[k]) if k == "name" else str(int(domain[k]))) for k in ("name", "min", "max") if domain.get(k) is not None}
+                int_domain: dict[str, Any] = {k: (str(domain[k]) if k == "name" else str(int(domain[k]))) for k in ("name", "min", "max") if domain.get(k) is not None}
                 int_domain["isCategorical"] = Tags.CATEGORICAL.value in tags
                 feature["intDomain"] = int_domain
         elif dtype_names.is_float(element):

@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 #: Every Operator subclass by name; Workflow.load only instantiates classes found here.
-OPERATOR_REGISTRY: dict[str, type] = {}
+OPERATOR_REGISTRY: dict[str, type[Operator]] = {}
 
 _rebuilding = threading.local()
 

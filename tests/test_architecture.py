@@ -223,7 +223,8 @@ COMPAT = _layer("tabflow.compat")
 def test_nothing_below_compat_imports_it():
     # Code kept for NVTabular/merlin users reaches the layers below through their hooks
     # (register_frame_fitter, register_schema_format, register_construction_check,
-    # register_attribute_alias); a lower module importing it would make the rest depend on it.
+    # register_attribute_alias, register_fitted_names); a lower module importing it would make
+    # the rest depend on it.
     importing = sorted(
         f"{module} imports {target}"
         for module, targets in GRAPH.items()

@@ -44,7 +44,7 @@ import inspect
 import os
 import threading
 from enum import Flag, auto
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel, renaming_kernels
@@ -98,7 +98,6 @@ def is_rebuilding() -> bool:
 
 
 _CONSTRUCTION_CHECKS: list[Callable[[Any], None]] = []
-_ATTRIBUTE_ALIASES: dict[type, dict[str, Callable[[Any], Any]]] = {}
 
 
 def register_construction_check(check: Callable[[Any], None]) -> None:
@@ -124,9 +123,20 @@ def register_construction_check(check: Callable[[Any], None]) -> None:
     _CONSTRUCTION_CHECKS.append(check)
 
 
+class _Alias:
+    """A read-only class attribute computed from the op (an instance attribute of the same
+    name, set by a subclass, takes precedence)."""
+
+    def __init__(self, read: Callable[[Any], Any]) -> None:
+        self.read = read
+
+    def __get__(self, op: Any, owner: type | None = None) -> Any:
+        return self if op is None else self.read(op)
+
+
 def register_attribute_alias(cls: type, name: str, read: Callable[[Any], Any]) -> None:
-    """``op.<name>`` reads ``read(op)`` on ops of ``cls`` and its subclasses that have no
-    attribute ``name`` of their own (another library's name for a fitted attribute).
+    """``op.<name>`` reads ``read(op)`` on ops of ``cls`` and its subclasses (another
+    library's name for a fitted attribute).
 
     Examples
     --------
@@ -140,7 +150,7 @@ def register_attribute_alias(cls: type, name: str, read: Callable[[Any], Any]) -
     >>> Offset(by=3).amount
     3
     """
-    _ATTRIBUTE_ALIASES.setdefault(cls, {})[name] = read
+    setattr(cls, name, _Alias(read))
 
 
 class NotFittedError(RuntimeError):
@@ -225,18 +235,6 @@ class Operator(metaclass=_OperatorMeta):
     #: could dwarf, and rebuilt wherever the op runs; the op reads them with
     #: ``self.__dict__.get`` or ``setdefault``.
     _derived_attributes: tuple[str, ...] = ()
-
-    if not TYPE_CHECKING:  # the type checker keeps reporting unknown attributes of ops
-
-        def __getattr__(self, name: str) -> Any:
-            for owner in type(self).__mro__:
-                read = _ATTRIBUTE_ALIASES.get(owner, {}).get(name)
-                if read is not None:
-                    return read(self)
-            if any(name in vars(owner) for owner in type(self).__mro__):
-                # A property that raised AttributeError: raise its own error again.
-                return object.__getattribute__(self, name)
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

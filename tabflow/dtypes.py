@@ -126,8 +126,6 @@ _PYTHON_TYPES = {
     ElementType.Bool: bool, ElementType.Int: int, ElementType.UInt: int, ElementType.Float: float,
     ElementType.String: str, ElementType.DateTime: datetime.datetime, ElementType.Object: object,
 }
-# Canonical names merlin spells otherwise.
-_MERLIN_NAMES = {_names.STRING: "str"}
 
 
 @dataclass(eq=False, frozen=True)

@@ -34,8 +34,6 @@ from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["Dataset"]
 
-_IGNORED_WRITE_OPTIONS = ("num_threads", "write_hugectr_keyset")
-
 
 class Dataset:
     """A table read in partitions, on the pandas (CPU) or cuDF (GPU) engine.

@@ -203,6 +203,34 @@ def test_engines_stay_behind_their_seam():
     assert reaching == []
 
 
+# The GPU engine's libraries: importing any of them is engine knowledge.
+_ENGINE_LIBRARIES = ("cudf", "dask_cudf", "cupy", "cupyx", "rmm")
+
+
+def _libraries_imported(module: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(open(MODULES[module], encoding="utf-8").read())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add((node.module or "").split(".")[0])
+        elif (
+            isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value.split(".")[0])
+    return found & set(_ENGINE_LIBRARIES)
+
+
+def test_engine_libraries_are_imported_by_the_backends_only():
+    importing = sorted(
+        f"{module} imports {', '.join(sorted(_libraries_imported(module)))}"
+        for module in MODULES
+        if not module.startswith("tabflow.backends") and _libraries_imported(module)
+    )
+    assert importing == []
+
+
 def test_dtype_names_come_from_the_schema():
     # Naming a dtype is engine-neutral (schema/dtypes.py); asking an engine by name for it
     # ties an op to that engine.

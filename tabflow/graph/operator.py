@@ -140,7 +140,6 @@ def register_attribute_alias(cls: type, name: str, read: Callable[[Any], Any]) -
 
     Examples
     --------
-    >>> import pandas as pd
     >>> from tabflow import ops
     >>> from tabflow.graph.operator import register_attribute_alias
     >>> class Offset(ops.Operator):

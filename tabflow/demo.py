@@ -291,6 +291,7 @@ def train_tabular(
     from tabflow.ops import get_embedding_sizes
 
     sizes = get_embedding_sizes(workflow)
+    assert isinstance(sizes, dict)  # one table per column: the demo's categorical columns hold no lists
     # Order by the loader's column order, not by the mapping's.
     embeddings = [(sizes[c][0], min(16, sizes[c][1])) for c in CATEGORICAL]
 

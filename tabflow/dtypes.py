@@ -38,7 +38,7 @@ from __future__ import annotations
 import datetime
 import enum
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Tuple, Union
 
 import numpy as np
@@ -126,8 +126,6 @@ _PYTHON_TYPES = {
     ElementType.Bool: bool, ElementType.Int: int, ElementType.UInt: int, ElementType.Float: float,
     ElementType.String: str, ElementType.DateTime: datetime.datetime, ElementType.Object: object,
 }
-# Canonical names merlin spells otherwise.
-_MERLIN_NAMES = {_names.STRING: "str"}
 
 
 @dataclass(eq=False, frozen=True)
@@ -162,10 +160,10 @@ class DType:
     element_size: Optional[int] = None
     element_unit: Optional[ElementUnit] = None
     signed: Optional[bool] = None
-    shape: Optional[Shape] = None
+    shape: Shape = field(default_factory=Shape)
 
     def __post_init__(self) -> None:
-        if not self.shape:
+        if not self.shape:  # merlin code passes shape=None for an unknown shape
             object.__setattr__(self, "shape", Shape())
 
     def _key(self) -> tuple:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import dask
 
-from tabflow.backends import gpu_available
+from tabflow.backends import cuda_memory_info, gpu_available
 from tabflow.io.cluster import Distributed, Serial, global_dask_client, set_dask_client
 from tabflow.io.download import download_file
 
@@ -112,7 +112,7 @@ def device_mem_size(kind: str = "total", cpu: bool = False) -> int:
     """
     _check_kind(kind)
     if not cpu:
-        sizes = _cuda_mem_info()
+        sizes = cuda_memory_info()
         if sizes is not None:
             free, total = sizes
             return int(total if kind == "total" else free)
@@ -185,7 +185,7 @@ def pynvml_mem_size(kind: str = "total", index: int = 0) -> int:
         finally:
             pynvml.nvmlShutdown()
         return int(info.total if kind == "total" else info.free)
-    sizes = _cuda_mem_info(index)
+    sizes = cuda_memory_info(index)
     if sizes is None:
         raise RuntimeError(
             f"no GPU {index} visible: pynvml is not installed (pip install nvidia-ml-py) "
@@ -197,53 +197,6 @@ def pynvml_mem_size(kind: str = "total", index: int = 0) -> int:
 
 #: NVTabular's private name, imported by some of its notebooks.
 _pynvml_mem_size = pynvml_mem_size
-
-
-def _cuda_mem_info(index: int | None = None) -> tuple[int, int] | None:
-    """``(free, total)`` of CUDA device ``index`` (None: the current one), or None when no
-    GPU library is installed or none sees that device.
-
-    CuPy is asked first: it numbers devices as CUDA does and knows the current device. NVML
-    (``pynvml``) is the fallback for machines with a GPU but without the GPU engine; it
-    knows no current device, so ``index=None`` means its device 0 there.
-    """
-    try:
-        import cupy
-    except ImportError:
-        cupy = None
-    if cupy is not None:
-        runtime = cupy.cuda.runtime
-        try:
-            count = runtime.getDeviceCount()
-            if index is None:
-                index = runtime.getDevice()
-            if not 0 <= index < count:
-                return None
-            with cupy.cuda.Device(index):
-                free, total = runtime.memGetInfo()
-        except runtime.CUDARuntimeError:  # no driver or no device
-            return None
-        return int(free), int(total)
-    return _nvml_mem_info(0 if index is None else index)
-
-
-def _nvml_mem_info(index: int) -> tuple[int, int] | None:
-    """``(free, total)`` of NVML device ``index``, or None without pynvml or that device."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:  # no driver
-        return None
-    try:
-        if not 0 <= index < pynvml.nvmlDeviceGetCount():
-            return None
-        info = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index))
-    finally:
-        pynvml.nvmlShutdown()
-    return int(info.free), int(info.total)
 
 
 def _read_meminfo(path: str = "/proc/meminfo") -> dict[str, int]:

@@ -219,10 +219,10 @@ class Workflow:
         >>> wf.remove_inputs(["label"]).transform(pd.DataFrame({"x": [2.0]})).columns.tolist()
         ['x']
         """
-        self._require_schema()
+        input_schema, _ = self._require_schema()
         names = [input_cols] if isinstance(input_cols, str) else list(input_cols)
         self.graph.remove_inputs(names)
-        self.input_schema = self.input_schema.without(names)
+        self.input_schema = input_schema.without(names)
         self.output_schema = self.output_node.output_schema
         return self
 
@@ -231,9 +231,11 @@ class Workflow:
         self.graph.clear_stats()
         self.__dict__.pop("_serving_plan", None)  # it holds the statistics it was built with
 
-    def _require_schema(self) -> None:
-        if self.output_schema is None:
+    def _require_schema(self) -> tuple[Schema, Schema]:
+        """The input and output schemas, once the workflow has seen data."""
+        if self.input_schema is None or self.output_schema is None:
             raise NotFittedError("the workflow has not seen any data yet: call fit(dataset) first")
+        return self.input_schema, self.output_schema
 
     # ------------------------------------------------------------------- fit
     def fit(self, dataset: Any, progress: bool = False) -> "Workflow":
@@ -306,14 +308,14 @@ class Workflow:
             node.op.mark_fitted()
 
     def _frame_fit(self, fitter: FrameFitter, ddf: Any, node: Node, dataset: Any, number: int, progress: bool) -> None:
-        meta = get_backend(dataset.engine).empty_frame(node.input_schema.dtypes)
+        meta = get_backend(dataset.engine).empty_frame(_schema_of(node.input_schema).dtypes)
         inputs = map_node_inputs(ddf, GraphRunner([node]), meta)
         (computed,) = self._compute_pass(number, [node], progress, fitter.fit(node.op, node.input_selector, inputs))
         fitter.finish(node.op, computed)
 
     def _compute_pass(self, number: int, nodes: list[Node], progress: bool, *collections: Any) -> tuple:
         """Compute one fit pass's statistics, logged and with an optional progress bar."""
-        ops = ", ".join(f"{node.label}({_columns_text(node.input_schema.column_names)})" for node in nodes)
+        ops = ", ".join(f"{node.label}({_columns_text(_schema_of(node.input_schema).column_names)})" for node in nodes)
         logger.info("fit pass %d: %s", number, ops)
         start = time.perf_counter()
         computed = compute(*collections, client=self.client, progress=progress, desc=f"fit pass {number}")
@@ -383,32 +385,35 @@ class Workflow:
 
     def _transform_dataset(self, dataset: Dataset, progress: bool) -> Dataset:
         self._check_columns(dataset.schema.column_names)
-        meta = get_backend(dataset.engine).empty_frame(self.output_schema.dtypes)
+        input_schema, output_schema = self._require_schema()
+        meta = get_backend(dataset.engine).empty_frame(output_schema.dtypes)
         # Only the columns the graph reads travel through the transform.
-        ddf = dataset.to_ddf(self.input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes))
-        ddf = map_graph(ddf, GraphRunner([self.output_node], self.input_schema), meta)
-        out = Dataset(ddf, schema=self.output_schema, cpu=dataset.engine == "pandas", client=dataset.client or self.client)
+        ddf = dataset.to_ddf(input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes))
+        ddf = map_graph(ddf, GraphRunner([self.output_node], input_schema), meta)
+        out = Dataset(ddf, schema=output_schema, cpu=dataset.engine == "pandas", client=dataset.client or self.client)
         # The transform keeps partitions one to one, so each still comes from the same file.
         out._partition_sources = dataset._partition_sources
         out._progress = progress
         logger.info(
             "transform: %d partition(s), %d column(s) in, %d out; computed when the result is written or computed",
-            ddf.npartitions, len(self.input_schema), len(self.output_schema),
+            ddf.npartitions, len(input_schema), len(output_schema),
         )
         return out
 
-    def _require_fitted(self) -> None:
-        self._require_schema()
+    def _require_fitted(self) -> tuple[Schema, Schema]:
+        """The input and output schemas, once every statistics op is fitted."""
+        schemas = self._require_schema()
         unfitted = [type(n.op).__name__ for n in self.nodes if isinstance(n.op, StatOperator) and not n.op.fitted]
         if unfitted:
             raise NotFittedError(
                 f"op(s) {unfitted} have no statistics yet: call workflow.fit(dataset) before transform"
             )
+        return schemas
 
     def _check_columns(self, columns: Iterable[str]) -> None:
         available = list(columns)
         present = set(available)
-        missing = [name for name in self.input_schema.column_names if name not in present]
+        missing = [name for name in self._require_schema()[0].column_names if name not in present]
         if missing:
             raise missing_columns_error(missing, available)
 
@@ -474,13 +479,13 @@ class Workflow:
         >>> plan.fallbacks, plan is wf.compile_serving()
         (['LambdaOp'], True)
         """
-        self._require_fitted()
+        input_schema, output_schema = self._require_fitted()
         plan = self._current_serving_plan()
         if plan is None:
             with _SERVING_LOCK:
                 plan = self._current_serving_plan()
                 if plan is None:
-                    plan = ServingPlan(self.output_node, self.input_schema, self.output_schema)
+                    plan = ServingPlan(self.output_node, input_schema, output_schema)
                     self._serving_plan = plan
         return plan
 
@@ -647,3 +652,10 @@ def _fit_graph(output_node: Node, dataset: Any, client: Any, refit: bool) -> Non
         workflow.fit_schema((dataset if isinstance(dataset, Dataset) else Dataset(dataset)).schema)
         return
     workflow.fit(dataset)
+
+
+def _schema_of(schema: Schema | None) -> Schema:
+    """A node's schema, set by the schema pass that runs before any fit pass."""
+    if schema is None:
+        raise NotFittedError("the workflow's schemas are not computed yet: call fit(dataset) first")
+    return schema

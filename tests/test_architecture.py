@@ -203,6 +203,34 @@ def test_engines_stay_behind_their_seam():
     assert reaching == []
 
 
+# The GPU engine's libraries: importing any of them is engine knowledge.
+_ENGINE_LIBRARIES = ("cudf", "dask_cudf", "cupy", "cupyx", "rmm")
+
+
+def _libraries_imported(module: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(open(MODULES[module], encoding="utf-8").read())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add((node.module or "").split(".")[0])
+        elif (
+            isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value.split(".")[0])
+    return found & set(_ENGINE_LIBRARIES)
+
+
+def test_engine_libraries_are_imported_by_the_backends_only():
+    importing = sorted(
+        f"{module} imports {', '.join(sorted(_libraries_imported(module)))}"
+        for module in MODULES
+        if not module.startswith("tabflow.backends") and _libraries_imported(module)
+    )
+    assert importing == []
+
+
 def test_dtype_names_come_from_the_schema():
     # Naming a dtype is engine-neutral (schema/dtypes.py); asking an engine by name for it
     # ties an op to that engine.
@@ -215,3 +243,67 @@ def test_dtype_names_come_from_the_schema():
         and isinstance(node.func.value, ast.Call) and getattr(node.func.value.func, "id", None) == "get_backend"
     )
     assert asking == []
+
+
+COMPAT = _layer("tabflow.compat")
+
+
+def test_nothing_below_compat_imports_it():
+    # Code kept for NVTabular/merlin users reaches the layers below through their hooks
+    # (register_frame_fitter, register_schema_format, register_construction_check,
+    # register_attribute_alias, register_fitted_names); a lower module importing it would make
+    # the rest depend on it.
+    importing = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _layer(module) < COMPAT
+        for target in targets
+        if _layer(target) == COMPAT
+    )
+    assert importing == []
+
+
+def _exported(module: str) -> set[str]:
+    tree = ast.parse(open(MODULES[module], encoding="utf-8").read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+# The names of what exists only for NVTabular/merlin: every name compat's own modules export,
+# but dispatch's, which repeat NVTabular's generic helper names (``concat``, ``zeros``, ...)
+# that modules below spell for pandas' and NumPy's functions.
+MERLIN_ONLY = set().union(
+    *(_exported(m) for m in MODULES if m.startswith("tabflow.compat.") and m != "tabflow.compat.dispatch")
+)
+# merlin.io's constant, at merlin.io's path (``tabflow.io`` is where ``merlin.io`` users import from).
+_ALIASES_BELOW = {"tabflow.io": {"MERLIN_METADATA_DIR_NAME"}}
+
+
+def _spelled(module: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(open(MODULES[module], encoding="utf-8").read())):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.rpartition(".")[2])
+    return names
+
+
+def test_merlin_only_names_live_in_compat():
+    assert {"TensorflowMetadata", "schema_from_proto_text", "tfmd_json", "InertArgument", "LEGACY_FIT"} <= MERLIN_ONLY
+    below = sorted(
+        f"{module} spells {name}"
+        for module in MODULES
+        if _layer(module) < COMPAT
+        for name in _spelled(module) & MERLIN_ONLY
+    )
+    assert below == []
+    assert "MERLIN_METADATA_DIR_NAME" not in set().union(
+        *(_spelled(m) for m in MODULES if _layer(m) < COMPAT and m not in _ALIASES_BELOW)
+    )

@@ -213,7 +213,7 @@ def test_list_dtype_depth_follows_the_shape():
 
 
 def test_schema_files_keep_shapes_of_any_rank(tmp_path):
-    from tabflow.io.tf_metadata import schema_from_tfmd_json, tfmd_json
+    from tabflow.compat.tf_metadata import schema_from_tfmd_json, tfmd_json
 
     s = Schema([
         ColumnSchema("m", dtype="float32", dims=(None, 3, 2), tags=["continuous"]),

@@ -28,8 +28,8 @@ from tabflow._install import pip_install
 from tabflow.backends.protocol import Backend
 
 __all__ = [
-    "Backend", "backend_for", "collection_engine", "get_backend", "default_engine", "gpu_available",
-    "gpu_unavailable_reason", "strict_engine",
+    "Backend", "backend_for", "collection_engine", "get_backend", "default_engine", "frame_library", "cuda_memory_info", "gpu_available",
+    "gpu_unavailable_reason", "reset_gpu_memory", "strict_engine",
 ]
 
 _ENGINE_MODULES = {
@@ -80,6 +80,93 @@ def get_backend(engine: str) -> Backend:
             raise ImportError(problem)
     module = importlib.import_module(_ENGINE_MODULES[engine])
     return module.BACKEND
+
+
+def frame_library(engine: str) -> Any:
+    """The frame library of ``engine``, imported: the ``pandas`` module or the ``cudf`` one.
+
+    For code that hands the library itself to users (NVTabular's ``dispatch.get_lib``,
+    ``make_df``); everything else goes through the engine's :class:`Backend`. Without cuDF,
+    ``"cudf"`` is an ImportError that names the GPU extras.
+
+    Examples
+    --------
+    >>> from tabflow.backends import frame_library
+    >>> frame_library("pandas").__name__
+    'pandas'
+    """
+    get_backend(engine)
+    return importlib.import_module(engine)
+
+
+def cuda_memory_info(index: int | None = None) -> tuple[int, int] | None:
+    """``(free, total)`` bytes of CUDA device ``index`` (None: the current one), or None when
+    no GPU library is installed or none sees that device.
+
+    CuPy is asked first: it numbers devices as CUDA does and knows the current device. NVML
+    (``pynvml``) is the fallback for machines with a GPU but without the GPU engine; it
+    knows no current device, so ``index=None`` means its device 0 there.
+
+    Examples
+    --------
+    >>> from tabflow.backends import cuda_memory_info
+    >>> sizes = cuda_memory_info()
+    >>> sizes is None or sizes[0] <= sizes[1]
+    True
+    """
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        runtime = cupy.cuda.runtime
+        try:
+            count = runtime.getDeviceCount()
+            if index is None:
+                index = runtime.getDevice()
+            if not 0 <= index < count:
+                return None
+            with cupy.cuda.Device(index):
+                free, total = runtime.memGetInfo()
+        except runtime.CUDARuntimeError:  # no driver or no device
+            return None
+        return int(free), int(total)
+    return _nvml_memory_info(0 if index is None else index)
+
+
+def _nvml_memory_info(index: int) -> tuple[int, int] | None:
+    """``(free, total)`` of NVML device ``index``, or None without pynvml or that device."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:  # no driver
+        return None
+    try:
+        if not 0 <= index < pynvml.nvmlDeviceGetCount():
+            return None
+        info = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index))
+    finally:
+        pynvml.nvmlShutdown()
+    return int(info.free), int(info.total)
+
+
+def reset_gpu_memory(managed_memory: bool = False) -> None:
+    """Reset RMM's GPU memory pool (``managed_memory``: CUDA unified memory); nothing to reset
+    where RMM is not installed (the pandas engine).
+
+    Examples
+    --------
+    >>> from tabflow.backends import reset_gpu_memory
+    >>> reset_gpu_memory()
+    """
+    try:
+        import rmm
+    except ImportError:
+        return
+    rmm.reinitialize(managed_memory=managed_memory)
 
 
 _GPU_INSTALL = f"{pip_install('gpu-cu12')} for CUDA 12 or {pip_install('gpu-cu13')} for CUDA 13"

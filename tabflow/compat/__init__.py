@@ -9,6 +9,12 @@ which are thin re-exports of the modules here:
 - :mod:`tabflow.compat.dispatch`: NVTabular's engine helpers (``make_df``, ``hash_series``, ...);
 - :mod:`tabflow.compat.tensorflow_metadata`: merlin's ``TensorflowMetadata`` for
   ``schema.pbtxt`` and ``.merlin/schema.json``;
+- :mod:`tabflow.compat.tf_metadata`: the format of those files, registered with the dataset
+  readers and writer when the package is imported (datasets carry ``.merlin/schema.json``,
+  and NVTabular's files give a dataset its tags and properties);
+- :mod:`tabflow.compat.op_arguments`: the NVTabular-only arguments ops accept (a warning
+  when one is set) and NVTabular's names of fitted statistics, registered with the graph's
+  op hooks when the package is imported;
 - :mod:`tabflow.compat.legacy_fit`: NVTabular's ``StatOperator.fit(col_selector, ddf)``,
   registered with the workflow when the package is imported.
 
@@ -22,7 +28,7 @@ Examples
 
 from __future__ import annotations
 
-from tabflow.compat import legacy_fit
+from tabflow.compat import legacy_fit, op_arguments, tf_metadata
 from tabflow.compat.tensorflow_metadata import TensorflowMetadata
 
-__all__ = ["TensorflowMetadata", "legacy_fit"]
+__all__ = ["TensorflowMetadata", "legacy_fit", "op_arguments", "tf_metadata"]

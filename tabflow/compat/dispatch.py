@@ -31,7 +31,7 @@ import functools
 import importlib
 import importlib.util
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Self
 
 import dask
@@ -46,8 +46,10 @@ from tabflow.backends import (
     backend_for,
     collection_engine,
     default_engine,
+    frame_library,
     get_backend,
     gpu_available,
+    reset_gpu_memory,
 )
 from tabflow.backends.list_keys import list_column, offsets_key, values_key
 from tabflow.schema import dtypes as dtype_names
@@ -119,7 +121,7 @@ def _engine_union(kind: str) -> Any:
     host = getattr(pd, kind)
     if not gpu_available():
         return host
-    return host | getattr(importlib.import_module("cudf"), kind)
+    return host | getattr(frame_library("cudf"), kind)
 
 
 # Read through the module's ``__getattr__``, so that importing tabflow neither imports cuDF
@@ -187,11 +189,6 @@ def _move(obj: Any, backend: Backend) -> Any:
     if owner is None or owner.name == backend.name:
         return obj
     return backend.from_host(owner.to_host(obj))
-
-
-def _engine_module(backend: Backend) -> Any:
-    # An engine is named after its frame library: "pandas" or "cudf".
-    return importlib.import_module(backend.name)
 
 
 def _with_lists(backend: Backend, series: Any) -> Any:
@@ -274,7 +271,7 @@ def get_lib() -> Any:
     >>> get_lib().__name__ == ("cudf" if HAS_GPU else "pandas")
     True
     """
-    return _engine_module(get_backend(default_engine()))
+    return frame_library(default_engine())
 
 
 def reinitialize(managed_memory: bool = False) -> None:
@@ -286,11 +283,7 @@ def reinitialize(managed_memory: bool = False) -> None:
     >>> from tabflow.dispatch import reinitialize
     >>> reinitialize()  # no RMM here: nothing to do
     """
-    try:
-        import rmm
-    except ImportError:
-        return
-    rmm.reinitialize(managed_memory=managed_memory)
+    reset_gpu_memory(managed_memory)
 
 
 def is_dataframe_object(x: Any) -> bool:
@@ -509,8 +502,8 @@ class _NoAnnotation:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info: object) -> bool:
-        return False
+    def __exit__(self, *exc_info: object) -> None:
+        return None
 
 
 # ------------------------------------------------------------------------ values and arrays
@@ -769,7 +762,7 @@ def make_df(_like_df: Any = None, device: str | None = None) -> Any:
         return data.to_frame()
     if isinstance(data, Mapping):
         data = {name: _move(column, backend) for name, column in data.items()}
-    return backend.with_list_columns(_engine_module(backend).DataFrame(data))
+    return backend.with_list_columns(frame_library(backend.name).DataFrame(data))
 
 
 def make_series(_like_ser: Any = None, device: str | None = None) -> Any:
@@ -839,7 +832,7 @@ def concat(objs: Sequence[Any], **kwargs: Any) -> Any:
     objs = list(objs)
     if isinstance(objs[0], (dd.DataFrame, dd.Series)):
         return dd.concat(objs, **kwargs)
-    return _engine_module(backend_for(objs[0])).concat(objs, **kwargs)
+    return frame_library(backend_for(objs[0]).name).concat(objs, **kwargs)
 
 
 def concat_columns(args: Sequence[Any]) -> Any:
@@ -868,7 +861,7 @@ def concat_columns(args: Sequence[Any]) -> Any:
     if len(args) == 1:
         return args[0]
     first = args[0] if args else None
-    if isinstance(first, Mapping):
+    if isinstance(first, MutableMapping):
         merged = type(first)()
         for mapping in args:
             merged.update(mapping)

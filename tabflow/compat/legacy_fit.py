@@ -5,7 +5,8 @@ tabflow's ops fit as map / combine / finalize (:class:`tabflow.ops.StatOperator`
 ops written for NVTabular override ``fit`` instead and keep their statistics under any
 attribute name. :data:`LEGACY_FIT` is registered with the workflow
 (:func:`tabflow.workflow.register_frame_fitter`) so that such ops are fitted in a pass of
-their own, and records the attributes ``fit_finalize`` set so that saving keeps them.
+their own, and records the attributes ``fit_finalize`` set so that saving keeps them;
+loading takes them back under those names (:func:`tabflow.serialize.register_fitted_names`).
 
 Examples
 --------
@@ -33,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from tabflow.ops.operator import Operator, StatOperator
+from tabflow.serialize import register_fitted_names
 from tabflow.workflow import register_frame_fitter
 
 __all__ = ["LegacyFit", "LEGACY_FIT"]
@@ -42,9 +44,12 @@ class LegacyFit:
     """Fits ops that override NVTabular's ``StatOperator.fit`` and not ``fit_partition``."""
 
     def accepts(self, op: Operator) -> bool:
-        cls = type(op)
+        return self.accepts_class(type(op))
+
+    @staticmethod
+    def accepts_class(cls: type) -> bool:
         return (
-            isinstance(op, StatOperator)
+            issubclass(cls, StatOperator)
             and callable(getattr(cls, "fit", None))
             and cls.fit_partition is StatOperator.fit_partition
         )
@@ -67,4 +72,7 @@ class LegacyFit:
 
 
 #: The fitter registered with the workflow.
-LEGACY_FIT = register_frame_fitter(LegacyFit())
+LEGACY_FIT = LegacyFit()
+register_frame_fitter(LEGACY_FIT)
+# The statistics names fit_finalize chose are loaded back as they were saved.
+register_fitted_names(LEGACY_FIT.accepts_class)

@@ -5,7 +5,7 @@ merlin scripts read and write schema files through
 tabflow's :class:`~tabflow.schema.Schema` standing in for merlin's (``to_merlin_schema``
 returns one, ``from_merlin_schema`` takes one). The files are the ones merlin-core 23.08
 reads and writes: the text protobuf of TensorFlow Metadata's ``Schema`` message, and the same
-message as JSON. Reading is :mod:`tabflow.io.tf_metadata`'s (the format tabflow's own parquet
+message as JSON. Reading is :mod:`tabflow.compat.tf_metadata`'s (the format tabflow's own parquet
 output carries); this module adds the text writer and merlin's names.
 
 What a file holds per column, and so what survives a round trip: the name, the dtype (its
@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tabflow._files import write_atomically
+from tabflow.compat.tf_metadata import schema_from_proto_text, schema_from_tfmd_json, tfmd_json
 from tabflow.exceptions import LoadError
-from tabflow.io.tf_metadata import schema_from_proto_text, schema_from_tfmd_json, tfmd_json
 from tabflow.schema import Schema
 
 __all__ = ["SCHEMA_JSON_FILE_NAME", "SCHEMA_PBTXT_FILE_NAME", "TensorflowMetadata"]

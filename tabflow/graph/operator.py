@@ -52,10 +52,20 @@ from tabflow.graph.node import Node, as_group
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import ColumnSchema, Schema
 
-__all__ = ["Operator", "StatOperator", "NotFittedError", "OPERATOR_REGISTRY", "Supports", "DataFormats", "BaseOperator"]
+__all__ = [
+    "Operator",
+    "StatOperator",
+    "NotFittedError",
+    "OPERATOR_REGISTRY",
+    "Supports",
+    "DataFormats",
+    "BaseOperator",
+    "register_construction_check",
+    "register_attribute_alias",
+]
 
 #: Every Operator subclass by name; Workflow.load only instantiates classes found here.
-OPERATOR_REGISTRY: dict[str, type] = {}
+OPERATOR_REGISTRY: dict[str, type[Operator]] = {}
 
 _rebuilding = threading.local()
 
@@ -85,6 +95,61 @@ def rebuilding_ops() -> Iterator[None]:
 def is_rebuilding() -> bool:
     """True inside :func:`rebuilding_ops` (in this thread)."""
     return getattr(_rebuilding, "depth", 0) > 0
+
+
+_CONSTRUCTION_CHECKS: list[Callable[[Any], None]] = []
+
+
+def register_construction_check(check: Callable[[Any], None]) -> None:
+    """Call ``check(op)`` on every op a user builds, once its ``__init__`` has returned.
+
+    Ops rebuilt from parameters an op already had (inside :func:`rebuilding_ops`) are not
+    checked. A warning ``check`` gives with ``stacklevel=3`` points at the line that built
+    the op. This is how arguments an op accepts for another library's sake are reported
+    without the op's own code naming them (``tabflow.compat.op_arguments``).
+
+    Examples
+    --------
+    >>> from tabflow import ops
+    >>> from tabflow.graph import operator
+    >>> built = []
+    >>> operator.register_construction_check(built.append)
+    >>> op = ops.Clip(min_value=0)
+    >>> clone = op.clone()
+    >>> operator._CONSTRUCTION_CHECKS.remove(built.append)
+    >>> built == [op]
+    True
+    """
+    _CONSTRUCTION_CHECKS.append(check)
+
+
+class _Alias:
+    """A read-only class attribute computed from the op (an instance attribute of the same
+    name, set by a subclass, takes precedence)."""
+
+    def __init__(self, read: Callable[[Any], Any]) -> None:
+        self.read = read
+
+    def __get__(self, op: Any, owner: type | None = None) -> Any:
+        return self if op is None else self.read(op)
+
+
+def register_attribute_alias(cls: type, name: str, read: Callable[[Any], Any]) -> None:
+    """``op.<name>`` reads ``read(op)`` on ops of ``cls`` and its subclasses (another
+    library's name for a fitted attribute).
+
+    Examples
+    --------
+    >>> from tabflow import ops
+    >>> from tabflow.graph.operator import register_attribute_alias
+    >>> class Offset(ops.Operator):
+    ...     def __init__(self, by=1):
+    ...         self.by = by
+    >>> register_attribute_alias(Offset, "amount", lambda op: op.by)
+    >>> Offset(by=3).amount
+    3
+    """
+    setattr(cls, name, _Alias(read))
 
 
 class NotFittedError(RuntimeError):
@@ -119,6 +184,13 @@ class _OperatorMeta(type):
     def __rrshift__(cls, other: Any) -> Node:
         op = cls()
         return op.__rrshift__(other)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        op = super().__call__(*args, **kwargs)
+        if _CONSTRUCTION_CHECKS and not is_rebuilding():
+            for check in _CONSTRUCTION_CHECKS:
+                check(op)
+        return op
 
 
 class Operator(metaclass=_OperatorMeta):

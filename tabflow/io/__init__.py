@@ -16,6 +16,9 @@ from __future__ import annotations
 from tabflow.io.dataframe_iter import DataFrameIter
 from tabflow.io.dataset import Dataset
 from tabflow.io.shuffle import Shuffle, shuffle_df
-from tabflow.io.tf_metadata import MERLIN_METADATA_DIR_NAME
 
 __all__ = ["Dataset", "DataFrameIter", "Shuffle", "shuffle_df", "MERLIN_METADATA_DIR_NAME"]
+
+#: merlin's hidden directory beside a dataset's files, holding its ``schema.json``
+#: (written and read by :mod:`tabflow.compat.tf_metadata`).
+MERLIN_METADATA_DIR_NAME = ".merlin"

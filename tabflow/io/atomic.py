@@ -58,6 +58,7 @@ import stat
 import time
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from tabflow.exceptions import SaveError
 
@@ -236,7 +237,7 @@ def remove_stale(path: str) -> list[str]:
     """
     path = os.path.abspath(path)
     parent, base = os.path.split(path)
-    removed = []
+    removed: list[str] = []
     try:
         entries = os.listdir(parent)
     except OSError:
@@ -407,7 +408,7 @@ def files_under(root: str, skip_machinery: bool = False) -> list[str]:
     >>> files_under(root)
     ['categories/unique.c.parquet', 'workflow.json']
     """
-    found = []
+    found: list[str] = []
     for directory, subdirectories, names in os.walk(root):
         relative = os.path.relpath(directory, root)
         prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
@@ -421,7 +422,7 @@ def files_under(root: str, skip_machinery: bool = False) -> list[str]:
 
 def _directories_under(root: str) -> list[str]:
     """Every directory under ``root`` but this module's own, relative and ``/``-separated."""
-    found = []
+    found: list[str] = []
     for directory, subdirectories, _ in os.walk(root):
         relative = os.path.relpath(directory, root)
         prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
@@ -562,7 +563,8 @@ def _remove(path: str) -> None:
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
-_renameat2 = None
+# renameat2 once looked up: None before, False where the C library has none.
+_renameat2: Any = None
 
 
 def _exchange(a: str, b: str) -> bool:

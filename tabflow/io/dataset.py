@@ -34,8 +34,6 @@ from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["Dataset"]
 
-_IGNORED_WRITE_OPTIONS = ("num_threads", "write_hugectr_keyset")
-
 
 class Dataset:
     """A table read in partitions, on the pandas (CPU) or cuDF (GPU) engine.
@@ -130,7 +128,7 @@ class Dataset:
         self.storage_options = storage_options
         self._set_source(readers.open_source(path_or_source, engine, options), schema, client)
         # Reading again on the other engine (to_cpu / to_gpu) plans the files afresh.
-        self._reopen = functools.partial(_reopen, path_or_source, engine, options)
+        self._reopen: Callable[[bool], readers.Source] | None = functools.partial(_reopen, path_or_source, engine, options)
         self.base_dataset = base_dataset if base_dataset is not None else self
 
     @classmethod
@@ -330,7 +328,7 @@ class Dataset:
         if columns:
             columns = [columns] if isinstance(columns, str) else list(columns)
         reader, pieces = self._direct if self._direct is not None else (None, None)
-        if dictionary_strings and hasattr(reader, "with_dictionary_strings"):  # parquet files
+        if dictionary_strings and reader is not None and hasattr(reader, "with_dictionary_strings"):  # parquet files
             reader = (reader.with_columns(columns) if columns else reader).with_dictionary_strings(dictionary_strings)
             ddf = dd.from_map(
                 reader, pieces, meta=get_backend(self.engine).empty_frame(reader.dtypes), label="tabflow-read-parquet",

@@ -85,7 +85,7 @@ def write_npy(frames: Iterable[Any], output_file: str, append: bool = False) -> 
                 width, dtype = matrix.shape[1], matrix.dtype
             if matrix.shape[1] != width:
                 raise ValueError(f"cannot add rows of {matrix.shape[1]} columns to {output_file}, which has {width}")
-            if matrix.dtype != dtype:
+            if dtype is not None and matrix.dtype != dtype:
                 if not np.can_cast(matrix.dtype, dtype, casting="same_kind"):
                     raise TypeError(f"cannot add {matrix.dtype} rows to {output_file}, which holds {dtype}")
                 matrix = matrix.astype(dtype)

@@ -191,7 +191,7 @@ def discard(fs: Any, tmp: str) -> None:
 def remove_stale(fs: Any, path: str) -> list[str]:
     """Remove ``<path>.tmp-*`` prefixes whose marker names a process of this host that is gone."""
     parent, _, base = path.rstrip("/").rpartition("/")
-    removed = []
+    removed: list[str] = []
     try:
         entries = fs.ls(parent, detail=False)
     except (OSError, ValueError):

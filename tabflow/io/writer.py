@@ -34,8 +34,8 @@ from tabflow.io.fs import filesystem, is_remote, local_path
 from tabflow.io.memory import keep_large_buffers_mapped
 from tabflow.io.partitions import iter_partitions
 from tabflow.io.progress import partition_bar
+from tabflow.io.readers._schema_files import schema_formats
 from tabflow.io.shuffle import Shuffle
-from tabflow.io.tf_metadata import MERLIN_METADATA_DIR_NAME, tfmd_json
 from tabflow.schema import SCHEMA_FILENAME, Schema
 
 __all__ = ["write_parquet", "write_hugectr", "portable_schema", "METADATA_FILENAME", "HIVE_NULL"]
@@ -243,14 +243,16 @@ def _role_array(table: pa.Table, names: Sequence[str], kind: str) -> np.ndarray:
 
 def _metadata_names(keyset: bool) -> list[str]:
     """The files a dataset holds besides its data files."""
-    names = [METADATA_FILENAME, hugectr.FILE_LIST, hugectr.METADATA_JSON, f"{MERLIN_METADATA_DIR_NAME}/schema.json", SCHEMA_FILENAME]
+    names = [METADATA_FILENAME, hugectr.FILE_LIST, hugectr.METADATA_JSON, *(f.path for f in schema_formats() if f.write), SCHEMA_FILENAME]
     return [*names, hugectr.KEYSET] if keyset else names
 
 
 def _write_schema_files(output: "_Output", schema: Schema) -> None:
-    """The dataset's schema as merlin reads it (``.merlin/schema.json``) and as tabflow does
-    (``_schema.json``, written last of the two)."""
-    output.write(f"{MERLIN_METADATA_DIR_NAME}/schema.json", json.dumps(tfmd_json(schema), indent=2).encode("utf-8"))
+    """The dataset's schema in each registered format that writes (merlin's
+    ``.merlin/schema.json``) and as tabflow reads it (``_schema.json``, written last)."""
+    for schema_format in schema_formats():
+        if schema_format.write is not None:
+            output.write(schema_format.path, schema_format.write(schema))
     output.write(SCHEMA_FILENAME, json.dumps(schema.to_dict(), indent=2).encode("utf-8"))
 
 
@@ -304,6 +306,7 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
                 routed = _route(pieces, data, index, nparts, len(names), shuffle, rng)
             else:
                 files = targets[index]
+                assert files is not None  # partitions without files are not in ``order``
                 if len(files) == 1:
                     if shuffle is not None:
                         data = pieces.take(data, rng.permutation(pieces.rows(data)))
@@ -512,6 +515,11 @@ class _Output:
     def begin(self) -> None:
         self.tmp = remote_atomic.temporary_directory(self.fs, self.path) if self.remote else atomic.temporary_directory(self.path, "dataset", self.overwrite)
 
+    def _begun(self) -> str:
+        if self.tmp is None:
+            raise RuntimeError("the output's temporary directory is made by begin(), before anything is written")
+        return self.tmp
+
     def claim(self, names: Sequence[str]) -> None:
         """Fail before any work where a file of the output would overwrite one tabflow did
         not write (where the output goes beside other files)."""
@@ -523,27 +531,27 @@ class _Output:
     def sink(self, name: str, handles: list) -> Any:
         """Where pyarrow writes ``name``: a local path, or an open fsspec file (kept in ``handles``)."""
         if not self.remote:
-            full = os.path.join(self.tmp, *name.split("/"))
+            full = os.path.join(self._begun(), *name.split("/"))
             os.makedirs(os.path.dirname(full), exist_ok=True)
             return full
-        handle = self.fs.open(f"{self.tmp}/{name}", "wb")
+        handle = self.fs.open(f"{self._begun()}/{name}", "wb")
         handles.append(handle)
         return handle
 
     def write(self, name: str, data: bytes) -> None:
         if self.remote:
-            self.fs.pipe_file(f"{self.tmp}/{name}", data)
+            self.fs.pipe_file(f"{self._begun()}/{name}", data)
             return
-        full = os.path.join(self.tmp, *name.split("/"))
+        full = os.path.join(self._begun(), *name.split("/"))
         os.makedirs(os.path.dirname(full), exist_ok=True)
         with open(full, "wb") as handle:
             handle.write(data)
 
     def publish(self) -> None:
         if self.remote:
-            remote_atomic.publish(self.fs, self.tmp, self.path, "dataset", self.overwrite)
+            remote_atomic.publish(self.fs, self._begun(), self.path, "dataset", self.overwrite)
         else:
-            atomic.publish(self.tmp, self.path, "dataset", self.overwrite)
+            atomic.publish(self._begun(), self.path, "dataset", self.overwrite)
 
     def discard(self) -> None:
         if self.tmp is None:

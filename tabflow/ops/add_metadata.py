@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
 from tabflow.ops.operator import Operator
 from tabflow.schema import Tags
 
@@ -83,9 +82,6 @@ class AddProperties(AddMetadata):
         super().__init__(properties=properties)
 
 
-_FIXED_TAGS = InertArgument(None, "the op's tags are fixed (NVTabular 23.08 ignored this argument too)")
-
-
 class _FixedTags(AddMetadata):
     """An AddMetadata whose tags are fixed by the class (``FIXED_TAGS``).
 
@@ -98,14 +94,12 @@ class _FixedTags(AddMetadata):
     def __init__(self, tags: Any = None) -> None:
         self.tags = tags
         self.properties = None
-        warn_inert_arguments(self)
 
     @property
     def output_tags(self) -> list[Any]:
         return list(self.FIXED_TAGS)
 
 
-@inert_arguments(tags=_FIXED_TAGS)
 class TagAsUserID(_FixedTags):
     """Mark the user id column: tags ``id`` and ``user`` (together, ``Tags.USER_ID``).
 
@@ -120,7 +114,6 @@ class TagAsUserID(_FixedTags):
     FIXED_TAGS = (Tags.ID, Tags.USER)
 
 
-@inert_arguments(tags=_FIXED_TAGS)
 class TagAsItemID(_FixedTags):
     """Mark the item id column: tags ``id`` and ``item`` (together, ``Tags.ITEM_ID``).
 
@@ -134,7 +127,6 @@ class TagAsItemID(_FixedTags):
     FIXED_TAGS = (Tags.ID, Tags.ITEM)
 
 
-@inert_arguments(tags=_FIXED_TAGS)
 class TagAsUserFeatures(_FixedTags):
     """Mark columns that describe the user: tag ``user``.
 
@@ -148,7 +140,6 @@ class TagAsUserFeatures(_FixedTags):
     FIXED_TAGS = (Tags.USER,)
 
 
-@inert_arguments(tags=_FIXED_TAGS)
 class TagAsItemFeatures(_FixedTags):
     """Mark columns that describe the item: tag ``item``.
 

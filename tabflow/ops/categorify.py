@@ -18,7 +18,6 @@ from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _vocab, _vocab_files, _vocab_kernels
-from tabflow.ops._compat import InertArgument, inert_arguments, warn_inert_arguments
 from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.embedding_sizes import (
     get_embedding_sizes,  # also importable from here, as in NVTabular
@@ -36,15 +35,6 @@ _ENCODE_TYPES = ("joint", "combo")
 _PRIVATE_CATEGORIES = "categories files"
 
 
-@inert_arguments(
-    search_sorted=InertArgument(False, "values are always looked up in a hash table kept in memory"),
-    cat_cache=InertArgument("host", "vocabularies are kept in host memory and moved to the data's engine once"),
-    on_host=InertArgument(True, "vocabularies are always kept in host memory"),
-    tree_width=InertArgument(
-        None, "deprecated in NVTabular 23.08 too; use split_every (fan-in of the count merge) and split_out "
-        "(files per vocabulary)", FutureWarning,
-    ),
-)
 class Categorify(SchemaFromColumns, StatOperator):
     """Map each categorical value to an integer index, most frequent values first.
 
@@ -246,7 +236,6 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.split_every = split_every
         self.start_index = start_index
         self.na_sentinel = na_sentinel
-        warn_inert_arguments(self)
 
     # ----------------------------------------------------------------- helpers
     def _units(self, col_selector: ColumnSelector) -> list[_vocab.Unit]:

@@ -11,7 +11,6 @@ from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import require_numeric, warn_no_finite_values
 from tabflow.ops.fill_missing import FillsNulls, fill_columns, fill_kernels
 from tabflow.ops.operator import StatOperator
@@ -60,9 +59,6 @@ class FillMedian(FillsNulls, StatOperator):
     >>> wf.fit_transform(pd.DataFrame({"x": [1.0, None, 2.0, float("inf")]}))["x"].tolist()
     [1.0, 1.5, 2.0, inf]
     """
-
-    # NVTabular's name of the fitted statistics.
-    medians = FittedAlias("medians_")
 
     def __init__(self, add_binary_cols: bool = False) -> None:
         self.add_binary_cols = add_binary_cols

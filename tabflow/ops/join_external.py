@@ -9,12 +9,6 @@ from tabflow.backends import backend_for, get_backend
 from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
-from tabflow.ops._compat import (
-    InertArgument,
-    inert_arguments,
-    warn_extra_keywords,
-    warn_inert_arguments,
-)
 from tabflow.ops.operator import Operator
 from tabflow.schema import ColumnSchema, Schema
 from tabflow.schema.dtypes import nullable_dtype
@@ -22,9 +16,6 @@ from tabflow.schema.dtypes import nullable_dtype
 __all__ = ["JoinExternal"]
 
 
-@inert_arguments(
-    cache=InertArgument("host", "the table is held in host memory and moved to the data's engine once per process"),
-)
 class JoinExternal(Operator):
     """Join an external table onto the selected columns, keeping the rows' order.
 
@@ -109,8 +100,6 @@ class JoinExternal(Operator):
         # NVTabular 23.08 accepted and stored extra keywords without using them; so does tabflow
         # (they are not parameters: a saved or cloned op does not keep them).
         self.kwargs = kwargs
-        warn_inert_arguments(self)
-        warn_extra_keywords(self, kwargs, "NVTabular 23.08 stored them without using them")
 
     def _keys(self) -> tuple[list[str], list[str]]:
         left = gs.as_names(self.on)

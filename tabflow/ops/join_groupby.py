@@ -9,12 +9,6 @@ from tabflow.backends.protocol import Frame
 from tabflow.graph.node import Node
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
-from tabflow.ops._compat import (
-    FittedAlias,
-    InertArgument,
-    inert_arguments,
-    warn_inert_arguments,
-)
 from tabflow.ops._numeric import require_numeric
 from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.operator import StatOperator
@@ -26,14 +20,6 @@ __all__ = ["JoinGroupby"]
 _STATS = ("count", "sum", "mean", "std", "var", "min", "max")
 
 
-@inert_arguments(
-    split_out=InertArgument(None, "the statistics of each key are one in-memory table, not files"),
-    split_every=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
-    tree_width=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
-    cat_cache=InertArgument("host", "statistics are kept in host memory and moved to the data's engine once"),
-    out_path=InertArgument(None, "statistics are kept with the workflow (saved by Workflow.save), not written apart"),
-    on_host=InertArgument(True, "statistics are always kept in host memory"),
-)
 class JoinGroupby(SchemaFromColumns, StatOperator):
     """Add, to every row, statistics of ``cont_cols`` over all rows sharing its category.
 
@@ -80,9 +66,6 @@ class JoinGroupby(SchemaFromColumns, StatOperator):
     ['int32', 'float32']
     """
 
-    # NVTabular's name of the fitted statistics.
-    categories = FittedAlias("stats_")
-
     def __init__(
         self,
         cont_cols: Any = None,
@@ -104,7 +87,6 @@ class JoinGroupby(SchemaFromColumns, StatOperator):
         self.on_host = on_host
         self.name_sep = name_sep
         self.tree_width = tree_width
-        warn_inert_arguments(self)
 
     @property
     def dependencies(self) -> list[Any] | None:

@@ -13,7 +13,6 @@ from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import (
     dtype_name,
     finite_values,
@@ -72,10 +71,6 @@ class Normalize(StatOperator):
     >>> wf.output_node.op.means, wf.output_node.op.stds
     ({'x': 2.0}, {'x': 1.0})
     """
-
-    # NVTabular's names of the fitted statistics.
-    means = FittedAlias("means_")
-    stds = FittedAlias("stds_")
 
     def __init__(self, out_dtype: Any = None) -> None:
         self.out_dtype = out_dtype

@@ -11,7 +11,6 @@ from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import (
     dtype_name,
     finite_values,
@@ -69,10 +68,6 @@ class NormalizeMinMax(StatOperator):
     >>> wf.fit(pd.DataFrame({"x": [5.0, 5.0]})).transform(pd.DataFrame({"x": [5.0, 7.0, 0.0]}))["x"].tolist()
     [0.5, 0.5, nan]
     """
-
-    # NVTabular's names of the fitted statistics.
-    mins = FittedAlias("mins_")
-    maxs = FittedAlias("maxs_")
 
     def __init__(self, out_dtype: Any = None) -> None:
         self.out_dtype = out_dtype

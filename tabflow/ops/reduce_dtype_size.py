@@ -9,7 +9,6 @@ import numpy as np
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops._compat import FittedAlias
 from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema
@@ -50,10 +49,6 @@ class ReduceDtypeSize(StatOperator):
     >>> [str(t) for t in out.dtypes]
     ['int8', 'int32', 'float32']
     """
-
-    # NVTabular's names: ``ranges`` {column: (min, max)} and ``dtypes`` {column: output dtype}.
-    ranges = FittedAlias("ranges_", lambda ranges: {name: tuple(bounds) for name, bounds in ranges.items()})
-    dtypes = FittedAlias("dtypes_")
 
     def __init__(self, float_dtype: str = "float32") -> None:
         self.float_dtype = float_dtype

@@ -12,12 +12,6 @@ from tabflow.graph.node import Node
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _folds
 from tabflow.ops import _groupstats as gs
-from tabflow.ops._compat import (
-    FittedAlias,
-    InertArgument,
-    inert_arguments,
-    warn_inert_arguments,
-)
 from tabflow.ops._numeric import dtype_name
 from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.operator import StatOperator
@@ -29,17 +23,7 @@ FOLD = "__fold__"
 #: Folds when ``kfold`` is None, as in NVTabular 23.08.
 DEFAULT_KFOLD = 3
 
-_IN_MEMORY = "the statistics are in-memory tables kept (and saved) with the workflow, not files"
 
-
-@inert_arguments(
-    split_out=InertArgument(None, _IN_MEMORY),
-    split_every=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
-    cat_cache=InertArgument("host", "statistics are kept in host memory and moved to the data's engine once"),
-    out_path=InertArgument(None, _IN_MEMORY),
-    on_host=InertArgument(True, "statistics are always kept in host memory"),
-    tree_width=InertArgument(None, "statistics are always merged as a tree of at most 8 partials per task"),
-)
 class TargetEncoding(SchemaFromColumns, StatOperator):
     """Encode each category (or column group) by the smoothed mean of one or more targets.
 
@@ -103,10 +87,6 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     [0.5556, 0.6667]
     """
 
-    # NVTabular's names of the fitted statistics.
-    means = FittedAlias("means_")
-    stats = FittedAlias("encodings_")
-
     def __init__(
         self,
         target: Any,
@@ -140,7 +120,6 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
         self.name_sep = name_sep
         self.drop_folds = drop_folds
         self.tree_width = tree_width
-        warn_inert_arguments(self)
 
     @property
     def dependencies(self) -> list[Any]:

@@ -8,7 +8,6 @@ from typing import Any
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops._compat import FittedAlias
 from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema
 
@@ -34,9 +33,6 @@ class ValueCount(StatOperator):
     >>> counts["min"], counts["max"]
     (1, 3)
     """
-
-    # NVTabular's layout of the fitted statistics: {column: {"value_count": {"min", "max"}}}.
-    stats = FittedAlias("stats_", lambda stats: {name: {"value_count": dict(bounds)} for name, bounds in stats.items()})
 
     def __init__(self) -> None:
         pass

@@ -63,7 +63,7 @@ class Domain(Mapping):
         """True when both ``min`` and ``max`` are known."""
         return self.min is not None and self.max is not None
 
-    def keys(self) -> Any:  # type: ignore[override]
+    def keys(self) -> Any:
         return [key for key in _DOMAIN_KEYS if key != "name" or self.name is not None]
 
     def __getitem__(self, key: str) -> Any:
@@ -248,7 +248,7 @@ class ColumnSchema:
         if not is_list:
             return Shape((rows,))
         if len(kept) > 2:
-            inner = kept.dims[2:]  # type: ignore[index]
+            inner = kept.dims[2:]
         else:
             # Lists of lists whose inner lengths nobody gave: any length.
             inner = (None,) * (_depth(dtype) - 1)
@@ -433,7 +433,7 @@ class ColumnSchema:
         }
         shape = self.shape
         if len(shape) > 2 or not shape[0].is_unknown:
-            out["dims"] = [list(dim) if isinstance(dim, tuple) else dim for dim in shape.as_tuple]
+            out["dims"] = [list(dim) if isinstance(dim, tuple) else dim for dim in shape.as_tuple or ()]
         return out
 
     @classmethod

@@ -169,7 +169,7 @@ class Shape:
         return iter(self.dims or ())
 
     def __getitem__(self, index: int) -> Dimension:
-        return self.dims[index]  # type: ignore[index]
+        return self.dims[index]
 
     def __len__(self) -> int:
         return len(self.dims or ())
@@ -211,7 +211,7 @@ class Shape:
 
     @property
     def is_ragged(self) -> bool:
-        return self.is_list and any(dim.min != dim.max for dim in self.dims[1:])  # type: ignore[index]
+        return self.is_list and any(dim.min != dim.max for dim in self.dims[1:])
 
     @property
     def is_unknown(self) -> bool:

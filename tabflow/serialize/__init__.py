@@ -29,7 +29,7 @@ import keyword
 import os
 import stat
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -61,6 +61,7 @@ __all__ = [
     "SavedCode",
     "register_function",
     "registered_name",
+    "register_fitted_names",
     "read_json",
     "parse_json",
 ]
@@ -305,10 +306,9 @@ def _decode_op(data: Any, ctx: _Context) -> Any:
     except Exception as err:  # noqa: BLE001 - a constructor refusing saved parameters
         raise LoadError(f"{owner}: {cls.__name__}(**saved parameters) raised {type(err).__name__}: {err}") from err
     state = _mapping(data.get("state", {}), ctx.at(owner))
-    # A statistics op not fitted by partitions (an NVTabular-style ``fit``) keeps any public name.
-    legacy = issubclass(cls, StatOperator) and callable(getattr(cls, "fit", None)) and cls.fit_partition is StatOperator.fit_partition
+    any_name = any(accepts(cls) for accepts in _ANY_FITTED_NAMES)
     for name in state:
-        _check_state_name(cls, name, declared, legacy, owner)
+        _check_state_name(cls, name, declared, any_name, owner)
     for name, value in state.items():
         setattr(op, name, _decode(value, ctx.at(f"{owner}, fitted {name!r}")))
     if state and isinstance(op, StatOperator):
@@ -316,14 +316,36 @@ def _decode_op(data: Any, ctx: _Context) -> Any:
     return op
 
 
-def _check_state_name(cls: type, name: Any, params: list[str], legacy: bool, owner: str) -> None:
+_ANY_FITTED_NAMES: list[Callable[[type], bool]] = []
+
+
+def register_fitted_names(accepts: Callable[[type], bool]) -> None:
+    """Let ops whose class ``accepts`` load fitted attributes under any public name.
+
+    Fitted attributes are otherwise names ending in ``_``; ops fitted another way (NVTabular's
+    ``fit`` / ``fit_finalize``, :mod:`tabflow.compat.legacy_fit`) keep their statistics under
+    the names they chose. Either way a loaded attribute may not be private, a parameter, or
+    shadow anything of the class.
+
+    Examples
+    --------
+    >>> from tabflow.serialize import _ANY_FITTED_NAMES
+    >>> from tabflow.compat.legacy_fit import LEGACY_FIT
+    >>> LEGACY_FIT.accepts_class in _ANY_FITTED_NAMES
+    True
+    """
+    if accepts not in _ANY_FITTED_NAMES:
+        _ANY_FITTED_NAMES.append(accepts)
+
+
+def _check_state_name(cls: type, name: Any, params: list[str], any_name: bool, owner: str) -> None:
     """A fitted attribute may only add data to the op, never replace its behaviour."""
     valid = (
         isinstance(name, str)
         and name.isidentifier()
         and not keyword.iskeyword(name)
         and not name.startswith("_")
-        and (name.endswith("_") or legacy)  # NVTabular-style ops fitted by ``fit`` keep any public name
+        and (name.endswith("_") or any_name)
         and name not in params
         and not hasattr(cls, name)
     )

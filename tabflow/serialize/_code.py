@@ -304,7 +304,7 @@ def _source(func: types.FunctionType, label: str) -> tuple[str, str]:
         if None not in (line, end_line, column, end_column) and (line, column) != (end_line, end_column)
     ]
     is_lambda = func.__name__ == "<lambda>"
-    candidates = []
+    candidates: list[_Definition] = []
     for node in ast.walk(tree):
         if is_lambda and isinstance(node, ast.Lambda):
             pass
@@ -331,15 +331,19 @@ def _source(func: types.FunctionType, label: str) -> tuple[str, str]:
     return "def", textwrap.dedent(" " * node.col_offset + segment)
 
 
-def _contains(node: ast.AST, position: tuple) -> bool:
+# A function's definition: what its source is cut from and compiled back to.
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
+def _contains(node: _Definition, position: tuple) -> bool:
     lineno, col, end_lineno, end_col = position
     start = (node.lineno, node.col_offset)
-    end = (node.end_lineno, node.end_col_offset)
+    end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
     return start <= (lineno, col) and (end_lineno, end_col) <= end
 
 
-def _span(node: ast.AST) -> tuple:
-    return (node.end_lineno - node.lineno, node.end_col_offset - node.col_offset)
+def _span(node: _Definition) -> tuple:
+    return ((node.end_lineno or node.lineno) - node.lineno, (node.end_col_offset or 0) - node.col_offset)
 
 
 # ------------------------------------------------------------------------------ loading
@@ -422,7 +426,7 @@ def compile_code(record: dict, owner: str) -> Callable:
         namespace[name] = func
     func.__defaults__ = tuple(_unplain(v) for v in record["defaults"]) or None
     func.__kwdefaults__ = {k: _unplain(v) for k, v in record["kwdefaults"].items()} or None
-    func.__tabflow_code__ = record
+    func.__tabflow_code__ = record  # type: ignore[attr-defined]  # functions take attributes
     return func
 
 
@@ -451,7 +455,7 @@ def _compile(record: dict, owner: str, namespace: dict) -> Callable:
     return namespace[tree.body[0].name]
 
 
-def _neutralise(node: ast.AST) -> None:
+def _neutralise(node: _Definition) -> None:
     """Drop what a definition evaluates where it is written: decorators, annotations and
     default expressions (the saved default values are set after compiling)."""
     args = node.args

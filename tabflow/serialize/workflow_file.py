@@ -31,7 +31,7 @@ from typing import Any
 from tabflow._json import read_json
 from tabflow.exceptions import LoadError
 from tabflow.graph.node import Node
-from tabflow.graph.steps import Group, Nested, Subset
+from tabflow.graph.steps import Group, Nested, Step, Subset
 from tabflow.schema import Schema
 from tabflow.serialize import decode, decode_op, decode_selector, encode, encode_op
 
@@ -153,7 +153,7 @@ def _read_node(entry: Any, i: int, built: list[Node], path: str, trust_code: boo
     dropped = decode_selector(entry["dropped"], where) if "dropped" in entry else None
     op = decode_op(entry["op"], path, trust_code=trust_code, owner=where, nodes=built) if "op" in entry else None
     try:
-        step = Group() if kind == "group" else Subset(selector) if kind == "subset" and selector is not None else None
+        step: Step | None = Group() if kind == "group" else Subset(selector) if kind == "subset" and selector is not None else None
         if kind == "subgraph":
             step = _read_subgraph(entry.get("subgraph"), where, path, trust_code)
         node = Node(selector=selector, op=op, parents=parents, dependencies=dependencies, dropped=dropped, step=step)

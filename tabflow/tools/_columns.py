@@ -12,12 +12,12 @@ CatCol(name='genre', dtype='list<string>', cardinality=8, multi_max=3)
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict, cast
 
 from tabflow.tools._distributions import DISTRO_TYPES
 
-__all__ = ["CatCol", "Col", "ContCol", "LabelCol", "_get_cols_from_schema"]
+__all__ = ["CatCol", "Col", "ColumnReps", "ContCol", "LabelCol", "_get_cols_from_schema"]
 
 
 class Col:
@@ -155,7 +155,16 @@ class LabelCol(Col):
 _SECTIONS = {"conts": ContCol, "cats": CatCol, "labels": LabelCol}
 
 
-def _get_cols_from_schema(schema: Mapping[str, Any], distros: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, list[Col]]:
+class ColumnReps(TypedDict, total=False):
+    """The columns a generator draws, by kind: what :func:`_get_cols_from_schema` returns and
+    ``DatasetGen.create_df`` takes (each kind may be left out)."""
+
+    conts: Sequence[ContCol]
+    cats: Sequence[CatCol]
+    labels: Sequence[LabelCol]
+
+
+def _get_cols_from_schema(schema: Mapping[str, Any], distros: Mapping[str, Mapping[str, Any]] | None = None) -> ColumnReps:
     """Column objects from a description document (the inspector's JSON, loaded).
 
     Parameters
@@ -198,7 +207,8 @@ def _get_cols_from_schema(schema: Mapping[str, Any], distros: Mapping[str, Mappi
             if distros and name in distros:
                 arguments["distro"] = _distribution(name, distros[name])
             cols[section].append(_SECTIONS[section](**arguments))
-    return cols
+    # Each section holds the columns of the class _SECTIONS names for it.
+    return cast(ColumnReps, cols)
 
 
 def _distribution(column: str, spec: Mapping[str, Any]) -> Any:

@@ -38,14 +38,14 @@ import functools
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from tabflow.backends import backend_for, default_engine, get_backend
 from tabflow.io.writer import portable_schema
 from tabflow.schema import dtypes as dtype_names
-from tabflow.tools._columns import CatCol, Col, ContCol, LabelCol, _get_cols_from_schema
+from tabflow.tools._columns import CatCol, Col, ColumnReps, ContCol, LabelCol, _get_cols_from_schema
 from tabflow.tools._distributions import (
     DISTRO_TYPES,
     PowerLawDistro,
@@ -82,6 +82,7 @@ DEFAULT_MAX_ENTRY_SIZE = 5
 
 # Values are drawn and frames assembled on the host; only finished frames move to an engine.
 _HOST = get_backend("pandas")
+_Rep = TypeVar("_Rep", bound=Col)
 
 
 def _dtype_name(dtype: Any, default: str) -> str:
@@ -171,12 +172,12 @@ class DatasetGen:
         """A frame of ``size`` rows with the label columns ``labs_rep``."""
         return self._to_engine(self._label_columns(size, labs_rep))
 
-    def create_df(self, size: int, cols: Mapping[str, Sequence[Col]], entries: bool = False) -> Any:
+    def create_df(self, size: int, cols: ColumnReps, entries: bool = False) -> Any:
         """A frame of ``size`` rows: the ``"conts"``, ``"cats"`` and ``"labels"`` of ``cols``
         (what :func:`_get_cols_from_schema` returns), in that order."""
         return self._frame(size, cols, self._entry_vocabularies(cols.get("cats") or [], entries))
 
-    def full_df_create(self, size: int, cols: Mapping[str, Sequence[Col]], entries: bool = False, output: str = ".") -> list[str]:
+    def full_df_create(self, size: int, cols: ColumnReps, entries: bool = False, output: str = ".") -> list[str]:
         """Write ``size`` generated rows as ``dataset_<i>.parquet`` files in ``output``.
 
         Each file holds as many rows as fit in ``gpu_frac`` of the engine's memory
@@ -307,7 +308,7 @@ class DatasetGen:
             size += count * item
         return size
 
-    def find_target_rep(self, name: str, cats_rep: Sequence[Col]) -> Col | None:
+    def find_target_rep(self, name: str, cats_rep: Sequence[_Rep]) -> _Rep | None:
         """The description named ``name`` in ``cats_rep``, or None."""
         return next((rep for rep in cats_rep if rep.name == name), None)
 
@@ -420,7 +421,7 @@ class DatasetGen:
             columns[rep.name] = self._with_nulls(series, rep.per_nan)
         return columns
 
-    def _frame(self, size: int, cols: Mapping[str, Sequence[Col]], vocabularies: Mapping[str, np.ndarray]) -> Any:
+    def _frame(self, size: int, cols: ColumnReps, vocabularies: Mapping[str, np.ndarray]) -> Any:
         parts = [
             self._cont_columns(size, cols.get("conts") or []),
             self._cat_columns(size, cols.get("cats") or [], vocabularies),

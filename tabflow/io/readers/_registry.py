@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tabflow.io.atomic import owned_files
 from tabflow.io.fs import basename, filesystem, is_remote, local_path, remote_url
-from tabflow.io.readers._schema_files import NOT_DATA, schema_next_to
+from tabflow.io.readers._schema_files import is_schema_file, schema_next_to
 from tabflow.io.readers._shared import DatasetReadError
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.io.readers.frame import read_frame
@@ -114,7 +114,7 @@ def open_source(path_or_source: Any, engine: str | None, options: ReadOptions) -
     return read_frame(path_or_source, options)
 
 
-def read_files(source: str | Sequence[str], engine: str | None, options: ReadOptions) -> Source:
+def read_files(source: str | os.PathLike | Sequence[str], engine: str | None, options: ReadOptions) -> Source:
     """Files read by the reader of ``engine`` (else of the first file's suffix).
 
     The result names the files and the format, and carries the schema stored next to the
@@ -132,7 +132,7 @@ def _natural_key(path: str) -> list:
     return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", path)]
 
 
-def expand_paths(source: str | Sequence[str], engine: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
+def expand_paths(source: str | os.PathLike | Sequence[str], engine: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Files named by a path, a glob, a directory, or a list of those, in natural order.
 
     A directory lists the files of ``engine``'s format (by suffix), skipping hidden and
@@ -194,7 +194,7 @@ def _is_hive_segment(name: str) -> bool:
 
 def _hive_files_local(root: str, registered: Format | None) -> list[str]:
     """Files of a hive layout (``key=value/...`` directories) under ``root``."""
-    found = []
+    found: list[str] = []
     for directory, subdirectories, names in os.walk(root):
         relative = os.path.relpath(directory, root)
         if relative != "." and not all(_is_hive_segment(part) for part in relative.split(os.sep)):
@@ -208,7 +208,7 @@ def _hive_files_local(root: str, registered: Format | None) -> list[str]:
 
 def _listed(name: str, registered: Format | None) -> bool:
     """Whether a directory listing takes the file ``name`` as data."""
-    return not name.startswith((".", "_")) and name not in NOT_DATA and (registered is None or registered.lists(name))
+    return not name.startswith((".", "_")) and not is_schema_file(name) and (registered is None or registered.lists(name))
 
 
 def _expand_remote(url: str, engine: str, registered: Format | None, storage_options: Any) -> list[str]:

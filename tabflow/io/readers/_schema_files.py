@@ -1,48 +1,81 @@
-"""The schema stored next to data files: tabflow's ``_schema.json`` or NVTabular/Merlin's files.
+"""The schema stored next to data files: tabflow's ``_schema.json``, or a registered format.
 
 Looked for in the directory of the files (all files of one directory), in this order:
 
-1. ``_schema.json``, then ``schema.json``: tabflow's schema (a ``schema.json`` holding
-   TensorFlow Metadata JSON, as Merlin writes it, is read as that);
-2. ``.merlin/schema.json``: Merlin 23.x's TensorFlow Metadata JSON, in the directory or its
-   parent (as ``merlin.io.Dataset`` looks);
-3. ``schema.pbtxt``: NVTabular's TensorFlow Metadata text protobuf, in the directory or its
-   parent.
+1. ``_schema.json``, then ``schema.json``: tabflow's schema (a ``schema.json`` that is not
+   tabflow's is offered to the registered formats' ``read_document``);
+2. each format registered with :func:`register_schema_format`, in the order of
+   registration, in the directory and then in its parent.
 
-Tags and properties (cardinalities, embedding sizes, domains) of NVTabular-written data
-survive this way; the dtypes always come from the data itself.
+The formats of other tools (NVTabular's ``schema.pbtxt`` and merlin's ``.merlin/schema.json``)
+are registered by the layer that knows them (:mod:`tabflow.compat.tf_metadata`), so that
+reading and writing here know only that a dataset may carry other schema files, read as text
+into a :class:`~tabflow.schema.Schema` and written from one. The dtypes always come from the
+data itself.
 
 Examples
 --------
 >>> import os, tempfile
 >>> from tabflow.io.readers._schema_files import schema_next_to
+>>> from tabflow.schema import ColumnSchema, Schema
 >>> d = tempfile.mkdtemp()
->>> _ = open(os.path.join(d, "schema.pbtxt"), "w").write(
-...     'feature { name: "y" type: FLOAT annotation { tag: "target" } }')
+>>> Schema([ColumnSchema("y", tags=["target"])]).to_json(os.path.join(d, "_schema.json"))
 >>> sorted(str(t) for t in schema_next_to([os.path.join(d, "part_0.parquet")])["y"].tags)
 ['target']
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tabflow.io.atomic import owned_files
 from tabflow.io.fs import filesystem, is_remote, join, parent
-from tabflow.io.tf_metadata import (
-    MERLIN_METADATA_DIR_NAME,
-    schema_from_proto_text,
-    schema_from_tfmd_json,
-)
 from tabflow.schema import SCHEMA_FILENAMES, Schema
 
-__all__ = ["schema_next_to", "NOT_DATA", "read_schema_file"]
-
-#: File names in a data directory that are never data (directory listings skip them).
-NOT_DATA = ("schema.json", "schema.pbtxt")
+__all__ = ["SchemaFormat", "register_schema_format", "schema_formats", "schema_next_to", "is_schema_file", "read_schema_file"]
 
 _MAX_SCHEMA_BYTES = 64 * 2**20
+
+
+@dataclasses.dataclass(frozen=True)
+class SchemaFormat:
+    """A schema file format besides tabflow's own.
+
+    ``path`` is where a file of the format lies, relative to a data directory (``/``
+    separated); ``read(text, path)`` gives its schema; ``read_document(document, path)`` gives
+    the schema of a JSON document in the format found under tabflow's names, or None for a
+    document of another format; ``write(schema)``, when given, makes the file's bytes, written
+    beside every dataset tabflow writes.
+    """
+
+    path: str
+    read: Callable[[str, str], Schema]
+    read_document: Callable[[Any, str], Schema | None] | None = None
+    write: Callable[[Schema], bytes] | None = None
+
+
+_FORMATS: list[SchemaFormat] = []
+
+
+def register_schema_format(schema_format: SchemaFormat) -> None:
+    """Read (and write, with ``write``) schema files of ``schema_format`` beside datasets.
+
+    A format registered again under the same path replaces the earlier one.
+    """
+    _FORMATS[:] = [f for f in _FORMATS if f.path != schema_format.path]
+    _FORMATS.append(schema_format)
+
+
+def schema_formats() -> tuple[SchemaFormat, ...]:
+    """The registered formats, in the order they are looked for."""
+    return tuple(_FORMATS)
+
+
+def is_schema_file(name: str) -> bool:
+    """Whether ``name``, a file name in a data directory, holds a schema (never data)."""
+    return name in SCHEMA_FILENAMES or any(name == f.path for f in _FORMATS)
 
 
 def schema_next_to(paths: Sequence[str], storage_options: Mapping[str, Any] | None = None) -> Schema | None:
@@ -51,36 +84,36 @@ def schema_next_to(paths: Sequence[str], storage_options: Mapping[str, Any] | No
     if len(directories) != 1:
         return None
     directory = directories.pop()
-    candidates = [join(directory, name) for name in SCHEMA_FILENAMES]
+    candidates: list[tuple[str, SchemaFormat | None]] = [(join(directory, name), None) for name in SCHEMA_FILENAMES]
     upper = parent(directory)
-    for base in (directory, upper) if upper and upper != directory else (directory,):
-        candidates.append(join(base, MERLIN_METADATA_DIR_NAME, "schema.json"))
-    for base in (directory, upper) if upper and upper != directory else (directory,):
-        candidates.append(join(base, "schema.pbtxt"))
+    bases = (directory, upper) if upper and upper != directory else (directory,)
+    for schema_format in _FORMATS:
+        candidates.extend((join(base, *schema_format.path.split("/")), schema_format) for base in bases)
     if not is_remote(directory):
         written = owned_files(directory, "dataset")
         if written is not None and not {os.path.relpath(p, directory).replace(os.sep, "/") for p in paths} <= set(written):
             # Files beside a dataset tabflow wrote (e.g. chosen by a glob): its schema describes
             # its own files, not these.
             own = {os.path.join(directory, *name.split("/")) for name in written}
-            candidates = [c for c in candidates if c not in own]
-    for candidate in candidates:
+            candidates = [c for c in candidates if c[0] not in own]
+    for candidate, found_format in candidates:
         text = _read_if_present(candidate, storage_options)
         if text is not None:
-            return read_schema_file(candidate, text)
+            return read_schema_file(candidate, text) if found_format is None else found_format.read(text, candidate)
     return None
 
 
 def read_schema_file(path: str, text: str) -> Schema:
-    """A schema from the text of ``path``: tabflow JSON, TensorFlow Metadata JSON or text protobuf."""
+    """A schema from the JSON text of ``path``: tabflow's, or a registered format's document."""
     from tabflow._json import parse_json
     from tabflow.exceptions import LoadError
 
-    if path.endswith(".pbtxt"):
-        return schema_from_proto_text(text, path)
     document = parse_json(text, f"schema file {path}")
-    if isinstance(document, Mapping) and "feature" in document and "columns" not in document:
-        return schema_from_tfmd_json(document, path)
+    if not (isinstance(document, Mapping) and "columns" in document):
+        for schema_format in _FORMATS:
+            found = schema_format.read_document(document, path) if schema_format.read_document is not None else None
+            if found is not None:
+                return found
     try:
         return Schema.from_dict(document)
     except (KeyError, TypeError, ValueError, AttributeError) as err:

@@ -59,7 +59,11 @@ def require_unique_names(names: Sequence[Any], where: str, fix: str, error: type
     ValueError: the frame has the column name(s) ['a'] more than once (columns ['a', 'b', 'a']); tabflow needs distinct column names: rename one
     """
     seen: set = set()
-    duplicates = [n for n in names if n in seen or seen.add(n)]
+    duplicates = []
+    for name in names:
+        if name in seen:
+            duplicates.append(name)
+        seen.add(name)
     if duplicates:
         raise error(
             f"{where} has the column name(s) {list(dict.fromkeys(duplicates))} more than once "

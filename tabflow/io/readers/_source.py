@@ -186,18 +186,18 @@ def check_part_size(part_size: Any, part_mem_fraction: Any) -> None:
     """
     if part_size is not None:
         accepted = "a positive number of bytes (an int such as 134217728, or a string such as '128MB' or '1GiB')"
-        size = None
+        size: float | None = None
         if isinstance(part_size, str):
             try:
                 size = parse_bytes(part_size)
             except (ValueError, TypeError):
                 size = None
         elif isinstance(part_size, numbers.Real) and not isinstance(part_size, bool):
-            size = part_size
+            size = float(part_size)
         if size is None or not size >= 1:  # ``not >=`` also rejects NaN
             raise ValueError(f"part_size must be {accepted}, got {part_size!r}")
     if part_mem_fraction is not None:
-        fraction = part_mem_fraction if isinstance(part_mem_fraction, numbers.Real) and not isinstance(part_mem_fraction, bool) else None
+        fraction = float(part_mem_fraction) if isinstance(part_mem_fraction, numbers.Real) and not isinstance(part_mem_fraction, bool) else None
         if fraction is None or not 0 < fraction <= 1:
             raise ValueError(
                 f"part_mem_fraction must be a number in (0, 1], the share of memory one partition may use "

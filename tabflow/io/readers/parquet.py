@@ -415,6 +415,7 @@ def read_parquet_ddf(
         files, part_size, backend, fixed=list(dtypes or {}), storage_options=storage_options,
         row_groups_per_part=row_groups_per_part,
     )
+    hive = hive or {}
     for key in next(iter(hive.values())) if hive else ():
         if key not in planned:
             # Key columns of a hive layout come after the stored ones (as dask adds them).

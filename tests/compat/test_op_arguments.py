@@ -10,6 +10,7 @@ import pytest
 
 import tabflow as nvt
 from tabflow import ops
+from tabflow.compat.op_arguments import INERT_ARGUMENTS
 
 INERT = {
     ops.Categorify: {"search_sorted": True, "cat_cache": "device", "on_host": False, "tree_width": 8},
@@ -35,7 +36,7 @@ def test_inert_arguments_are_documented_apart_and_defaults_are_nvtabulars(op_cla
     own, other = doc.split("Other Parameters")
     for name in INERT[op_class]:
         assert f"{name} : optional" in other and f"\n    {name} :" not in own.partition("Parameters")[2]
-        declared = op_class._inert_arguments[name].default
+        declared = INERT_ARGUMENTS[op_class][name].default
         assert op_class(**REQUIRED.get(op_class, {})).get_params()[name] == declared
 
 
@@ -95,7 +96,7 @@ def test_clones_do_not_warn_again_and_other_threads_still_warn():
         thread = threading.Thread(target=build)
         thread.start()
         thread.join()
-    assert heard == ["Categorify(on_host=False) has no effect in tabflow: " + ops.Categorify._inert_arguments["on_host"].why]
+    assert heard == ["Categorify(on_host=False) has no effect in tabflow: " + INERT_ARGUMENTS[ops.Categorify]["on_host"].why]
 
 
 def test_a_loaded_workflow_does_not_warn_again(tmp_path):

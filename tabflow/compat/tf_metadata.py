@@ -12,11 +12,13 @@ block in newer ones, a plain object in the JSON).
 This module reads all of these with a small tolerant parser (unknown fields are skipped) and
 writes the JSON form (:func:`tfmd_json`), which merlin-core reads as ``.merlin/schema.json``.
 Numbers that Struct stores as doubles but that are whole (cardinalities, embedding
-dimensions) come back as ints.
+dimensions) come back as ints. Importing it registers both files with the dataset readers and
+writer (:func:`~tabflow.io.readers._schema_files.register_schema_format`): datasets NVTabular wrote keep
+their tags and properties, and every dataset tabflow writes carries ``.merlin/schema.json``.
 
 Examples
 --------
->>> from tabflow.io.tf_metadata import schema_from_proto_text
+>>> from tabflow.compat.tf_metadata import schema_from_proto_text
 >>> text = '''
 ... feature {
 ...   name: "user"
@@ -41,17 +43,17 @@ Examples
 from __future__ import annotations
 
 import base64
+import json
 import math
 import re
 import struct
 from typing import Any, Mapping, Sequence
 
+from tabflow.io import MERLIN_METADATA_DIR_NAME
+from tabflow.io.readers._schema_files import SchemaFormat, read_schema_file, register_schema_format
 from tabflow.schema import ColumnSchema, Schema, Shape, Tags
 
-__all__ = ["MERLIN_METADATA_DIR_NAME", "schema_from_proto_text", "schema_from_tfmd_json", "tfmd_json", "decode_struct"]
-
-#: The hidden directory in which merlin-core keeps ``schema.json`` next to the data.
-MERLIN_METADATA_DIR_NAME = ".merlin"
+__all__ = ["schema_from_proto_text", "schema_from_tfmd_json", "tfmd_json", "decode_struct"]
 
 _MAX_DEPTH = 64
 # Properties merlin keeps in extra_metadata to rebuild its own dtype and shape.
@@ -102,7 +104,7 @@ def _unescape(body: str) -> bytes:
 
 
 def _tokenize(text: str, where: str) -> list[tuple[str, Any]]:
-    tokens = []
+    tokens: list[tuple[str, Any]] = []
     position = 0
     while position < len(text):
         match = _TOKENS.match(text, position)
@@ -110,7 +112,7 @@ def _tokenize(text: str, where: str) -> list[tuple[str, Any]]:
             raise _load_error(f"{where}: cannot parse the text protobuf near {text[position:position + 30]!r}")
         position = match.end()
         kind = match.lastgroup
-        if kind == "skip":
+        if kind is None or kind == "skip":
             continue
         value = match.group(kind)
         tokens.append((kind, _unescape(value[1:-1]) if kind == "string" else value))
@@ -188,7 +190,7 @@ class _Parser:
             return values
         kind, value = self.take()
         if kind == "string":
-            while self.peek() is not None and self.peek()[0] == "string":  # "a" "b" is "ab"
+            while (following := self.peek()) is not None and following[0] == "string":  # "a" "b" is "ab"
                 value += self.take()[1]
             return value
         if kind in ("number", "word"):
@@ -264,7 +266,7 @@ def decode_struct(data: bytes) -> dict:
 
     Examples
     --------
-    >>> from tabflow.io.tf_metadata import decode_struct
+    >>> from tabflow.compat.tf_metadata import decode_struct
     >>> decode_struct(b"\\n\\r\\n\\x07is_list\\x12\\x02 \\x00\\n\\x11\\n\\x0bnum_buckets\\x12\\x02\\x08\\x00")
     {'is_list': False, 'num_buckets': None}
     """
@@ -279,6 +281,7 @@ def _wire_fields(data: memoryview):
     while position < end:
         key, position = _varint(data, position)
         number, wire = key >> 3, key & 7
+        value: int | bytes | memoryview
         if wire == 0:
             value, position = _varint(data, position)
         elif wire == 1:
@@ -360,7 +363,7 @@ def _whole_numbers(value: Any) -> Any:
 def _column(name: str, kind: Any, domain: Mapping[str, Any] | None, value_count: Mapping[str, Any] | None,
             tags: Sequence[str], properties: Mapping[str, Any], fixed_shape: Sequence[int] = ()) -> ColumnSchema:
     """One column from a feature's parts, as merlin's ``_merlin_column`` reads them."""
-    properties = _whole_numbers(dict(properties))
+    properties = dict(_whole_numbers(dict(properties)))
     dims = _merlin_dims(name, properties.get("_dims"))
     bits = properties.get("dtype_item_size")
     is_list = bool(properties.get("is_list", False))
@@ -393,7 +396,7 @@ def _column(name: str, kind: Any, domain: Mapping[str, Any] | None, value_count:
     dtype = f"list<{element}>" if is_list and element else element
     if dims:
         # merlin's own shape: it says everything the value count and list flags say.
-        fields = dict(dtype=element, properties=properties, dims=dims)
+        fields: dict[str, Any] = dict(dtype=element, properties=properties, dims=dims)
     else:
         fields = dict(dtype=dtype, properties=properties, is_list=is_list, value_count=dict(counts) if is_list and counts else None)
     try:
@@ -412,7 +415,7 @@ def _merlin_dims(name: str, dims: Any) -> tuple | None:
     pair per dimension) as ``dims``; None where it kept none (``[]``, an unknown shape)."""
     if not isinstance(dims, list) or not dims:
         return None
-    out = []
+    out: list[Any] = []
     for dim in dims:
         if isinstance(dim, list) and len(dim) == 2 and all(d is None or isinstance(d, int) for d in dim):
             out.append(tuple(dim))
@@ -530,7 +533,7 @@ def tfmd_json(schema: Schema) -> dict:
 
     Examples
     --------
-    >>> from tabflow.io.tf_metadata import schema_from_tfmd_json, tfmd_json
+    >>> from tabflow.compat.tf_metadata import schema_from_tfmd_json, tfmd_json
     >>> from tabflow.schema import ColumnSchema, Schema, Shape, Tags
     >>> s = Schema([ColumnSchema("c", dtype="int32", tags=[Tags.CATEGORICAL], properties={"domain": {"min": 0, "max": 9}})])
     >>> doc = tfmd_json(s)
@@ -554,7 +557,7 @@ def tfmd_json(schema: Schema) -> dict:
             if dtype_names.is_integer(element):
                 feature["type"] = "INT"
             if domain is not None:
-                int_domain = {k: (str(domain[k]) if k == "name" else str(int(domain[k]))) for k in ("name", "min", "max") if domain.get(k) is not None}
+                int_domain: dict[str, Any] = {k: (str(domain[k]) if k == "name" else str(int(domain[k]))) for k in ("name", "min", "max") if domain.get(k) is not None}
                 int_domain["isCategorical"] = Tags.CATEGORICAL.value in tags
                 feature["intDomain"] = int_domain
         elif dtype_names.is_float(element):
@@ -583,3 +586,21 @@ def _item_bits(element: str) -> int | None:
     if match:
         return int(match.group(1))
     return 8 if element.lower() in ("bool", "boolean") else None
+
+
+def _tfmd_document(document: Any, where: str) -> Schema | None:
+    # merlin also wrote TensorFlow Metadata JSON under the plain name ``schema.json``.
+    if isinstance(document, Mapping) and "feature" in document and "columns" not in document:
+        return schema_from_tfmd_json(document, where)
+    return None
+
+
+register_schema_format(
+    SchemaFormat(
+        f"{MERLIN_METADATA_DIR_NAME}/schema.json",
+        read=lambda text, where: read_schema_file(where, text),
+        read_document=_tfmd_document,
+        write=lambda schema: json.dumps(tfmd_json(schema), indent=2).encode("utf-8"),
+    )
+)
+register_schema_format(SchemaFormat("schema.pbtxt", read=lambda text, where: schema_from_proto_text(text, where)))

@@ -6,13 +6,13 @@ import struct
 
 import pytest
 
-from tabflow.exceptions import LoadError
-from tabflow.io.tf_metadata import (
+from tabflow.compat.tf_metadata import (
     decode_struct,
     schema_from_proto_text,
     schema_from_tfmd_json,
     tfmd_json,
 )
+from tabflow.exceptions import LoadError
 from tabflow.schema import ColumnSchema, Schema, Tags
 
 

@@ -27,7 +27,9 @@ __all__ = ["read_frame"]
 def read_frame(frame: Any, options: ReadOptions) -> Source:
     """The source of an in-memory frame, moved to the engine ``options.cpu`` asks for.
 
-    A dask DataFrame keeps its partitions; a pandas or cuDF frame is split into
+    A dask DataFrame keeps its partitions; its ``object`` columns that hold lists (as
+    ``Dataset.to_ddf`` and ``pd.read_parquet`` give list columns on pandas) become list
+    columns, of the dtype the first partition with rows says. A pandas or cuDF frame is split into
     ``options.npartitions`` partitions, or into partitions of about ``part_size`` bytes.
     ``options.dtypes`` casts columns, as for files (``"hex"``: hexadecimal strings to
     nullable int64), lazily in every partition.
@@ -123,7 +125,47 @@ def _dask_source(ddf: Any, cpu: bool | None) -> Source:
         get_backend("cudf")  # a clear ImportError when cuDF is missing
         ddf, engine = ddf.to_backend("cudf"), "cudf"
     _require_unique_columns(ddf.columns)
+    if engine == "pandas":  # cuDF holds lists in list columns only
+        ddf = _object_lists_as_list_columns(ddf)
     return Source(ddf, engine)
+
+
+def _object_lists_as_list_columns(ddf: Any) -> Any:
+    backend = get_backend("pandas")
+    dtypes = dict(ddf.dtypes.items())
+    objects = [name for name, dtype in dtypes.items() if dtype == object]  # noqa: E721 - NumPy's object dtype
+    if not objects:
+        return ddf
+    sample = None
+    for i in range(ddf.npartitions):  # the first partition with rows tells what the columns hold
+        sample = ddf.partitions[i][objects].compute()
+        if len(sample):
+            break
+    if sample is None or not len(sample):
+        return ddf
+    sample = backend.with_list_columns(sample)
+    lists = {name: backend.canonical_dtype(sample[name].dtype) for name in objects if backend.is_list_dtype(sample[name].dtype)}
+    if not lists:
+        return ddf
+    meta = {name: backend.engine_dtype(lists[name]) if name in lists else dtype for name, dtype in dtypes.items()}
+    return ddf.map_partitions(_as_list_columns, lists, meta=meta)
+
+
+def _as_list_columns(frame: Any, lists: dict[str, str]) -> Any:
+    backend = backend_for(frame)
+    frame = backend.with_list_columns(frame)
+    # A partition of null rows only, or of rows pyarrow reads with another element dtype,
+    # takes the sampled one, so that every partition agrees with the schema.
+    changed = {
+        name: backend.astype(frame[name], dtype) for name, dtype in lists.items()
+        if backend.canonical_dtype(frame[name].dtype) != dtype
+    }
+    if not changed:
+        return frame
+    out = frame.copy(deep=False)
+    for name, column in changed.items():
+        out[name] = column
+    return out
 
 
 def _is_dask_frame(obj: Any) -> bool:

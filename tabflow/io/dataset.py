@@ -362,10 +362,11 @@ class Dataset:
         lists = {name: backend.canonical_dtype(dtype) for name, dtype in dtypes.items() if backend.is_list_dtype(dtype)}
         if not lists:
             return ddf
-        shown = backend.lists_as_arrays(backend.empty_frame(lists)).dtypes
-        if all(shown[name] == dtypes[name] for name in lists):
+        probe = backend.empty_frame(lists)
+        shown = backend.lists_as_arrays(probe)
+        if shown is probe:
             return ddf  # cuDF: its users know list columns as cuDF holds them
-        meta = {name: shown[name] if name in lists else dtype for name, dtype in dtypes.items()}
+        meta = {name: shown.dtypes[name] if name in lists else dtype for name, dtype in dtypes.items()}
         return ddf.map_partitions(backend.lists_as_arrays, meta=meta)
 
     def _shuffled(self, seed: int | None) -> list[int]:

@@ -150,3 +150,14 @@ def test_rows_are_views_of_one_buffer():
     rows = pandas.lists_as_arrays(frame)["g"].tolist()
     assert rows[0].base is not None and rows[0].base is rows[2].base  # no copy per row
     assert [r.tolist() for r in rows] == [[1, 2], [3], [4, 5, 6]]
+
+
+def test_a_first_partition_of_empty_lists_does_not_decide_the_element_type():
+    frame = pd.DataFrame({"w": [[], [], ["a"], ["b", None]], "n": [[], [], [[1]], [[2, 3], []]], "x": [1, 2, 3, 4]})
+    ds = nvt.Dataset(frame, npartitions=2)
+    handed = ds.to_ddf()
+    assert handed.partitions[0].compute()["w"].tolist()[0].dtype == object  # says nothing of strings
+    again = nvt.Dataset(handed)
+    assert again.schema["w"].dtype == "list<string>" and again.schema["n"].dtype == "list<list<int64>>"
+    back = again.to_ddf(arrow_lists=True).compute()
+    assert back["w"].tolist() == [[], [], ["a"], ["b", None]] and back["n"].tolist() == [[], [], [[1]], [[2, 3], []]]

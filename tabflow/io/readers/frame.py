@@ -15,6 +15,7 @@ import dataclasses
 from typing import Any
 
 import dask
+import pyarrow as pa
 
 from tabflow.backends import backend_for, collection_engine, get_backend
 from tabflow.io.readers._shared import require_unique_names
@@ -29,7 +30,8 @@ def read_frame(frame: Any, options: ReadOptions) -> Source:
 
     A dask DataFrame keeps its partitions; its ``object`` columns that hold lists (as
     ``Dataset.to_ddf`` and ``pd.read_parquet`` give list columns on pandas) become list
-    columns, of the dtype the first partition with rows says. A pandas or cuDF frame is split into
+    columns, of the dtype the first partition with rows says (the first that says one, for a
+    column of empty lists of strings or of lists). A pandas or cuDF frame is split into
     ``options.npartitions`` partitions, or into partitions of about ``part_size`` bytes.
     ``options.dtypes`` casts columns, as for files (``"hex"``: hexadecimal strings to
     nullable int64), lazily in every partition.
@@ -136,19 +138,35 @@ def _object_lists_as_list_columns(ddf: Any) -> Any:
     objects = [name for name, dtype in dtypes.items() if dtype == object]  # noqa: E721 - NumPy's object dtype
     if not objects:
         return ddf
-    sample = None
-    for i in range(ddf.npartitions):  # the first partition with rows tells what the columns hold
-        sample = ddf.partitions[i][objects].compute()
-        if len(sample):
+    lists: dict[str, str] = {}
+    undecided = list(objects)
+    for i in range(ddf.npartitions):
+        # The first partition with rows tells what each column holds; a column of empty
+        # lists of objects (strings, nested lists) there says no element type, and the
+        # next partitions are asked.
+        sample = ddf.partitions[i][undecided].compute()
+        if not len(sample):
+            continue
+        sample = backend.with_list_columns(sample)
+        for name in list(undecided):
+            dtype = sample[name].dtype
+            if not backend.is_list_dtype(dtype):
+                undecided.remove(name)
+            elif not _lacks_element_type(dtype.pyarrow_dtype):
+                lists[name] = backend.canonical_dtype(dtype)
+                undecided.remove(name)
+        if not undecided:
             break
-    if sample is None or not len(sample):
-        return ddf
-    sample = backend.with_list_columns(sample)
-    lists = {name: backend.canonical_dtype(sample[name].dtype) for name in objects if backend.is_list_dtype(sample[name].dtype)}
     if not lists:
         return ddf
     meta = {name: backend.engine_dtype(lists[name]) if name in lists else dtype for name, dtype in dtypes.items()}
     return ddf.map_partitions(_as_list_columns, lists, meta=meta)
+
+
+def _lacks_element_type(arrow_type: pa.DataType) -> bool:
+    while pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        arrow_type = arrow_type.value_type
+    return pa.types.is_null(arrow_type)
 
 
 def _as_list_columns(frame: Any, lists: dict[str, str]) -> Any:

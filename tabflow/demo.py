@@ -169,7 +169,7 @@ def _split_datasets(files: list[str], engine: str, config: DemoConfig) -> tuple[
     if whole.npartitions < 2:
         raise ValueError(f"{files[0]} is a single partition; use more files or a smaller part_size")
     n_valid = max(1, round(whole.npartitions * 0.125))
-    ddf = whole.to_ddf()
+    ddf = whole.to_ddf(arrow_lists=True)
     cpu = whole.engine == "pandas"
     return (
         Dataset(ddf.partitions[: whole.npartitions - n_valid], cpu=cpu, schema=whole.schema),

@@ -24,7 +24,9 @@ def assert_frame_equal(left: Any, right: Any, **kwargs: Any) -> None:
     column still differs from an ``object`` one, and ``str`` (NaN for missing) from
     ``string`` (``<NA>``). cuDF has no masked integer dtypes (every cuDF column holds nulls):
     against a cuDF frame, an ``Int64`` column and an ``int64`` one holding the same values are
-    equal. ``kwargs`` go to pandas.
+    equal. List columns compare by their rows' values whichever form holds them: the pandas
+    engine hands users one NumPy array per row (``object``), where cuDF's lists, and tabflow's
+    own inside (``to_ddf(arrow_lists=True)``), are list columns. ``kwargs`` go to pandas.
 
     Examples
     --------
@@ -39,14 +41,20 @@ def assert_frame_equal(left: Any, right: Any, **kwargs: Any) -> None:
     ...
     AssertionError: DataFrame.iloc[:, 0] (column name="a") are different
     ...
+    >>> import pyarrow as pa
+    >>> assert_frame_equal(
+    ...     pd.DataFrame({"g": pd.Series([[1, 2], []], dtype=pd.ArrowDtype(pa.list_(pa.int64())))}),
+    ...     pd.DataFrame({"g": [[1, 2], []]}),
+    ... )
     """
     import pandas as pd
 
-    from tabflow.backends import backend_for
+    from tabflow.backends import backend_for, get_backend
 
     engines = {backend_for(left).name, backend_for(right).name}
-    left = backend_for(left).to_host(left).reset_index(drop=True)
-    right = backend_for(right).to_host(right).reset_index(drop=True)
+    host = get_backend("pandas")
+    left = host.lists_as_arrays(host.with_list_columns(backend_for(left).to_host(left).reset_index(drop=True)))
+    right = host.lists_as_arrays(host.with_list_columns(backend_for(right).to_host(right).reset_index(drop=True)))
     if "cudf" in engines:
         left, right = _with_masks_of(left, right), _with_masks_of(right, left)
     pd.testing.assert_frame_equal(left, _with_string_storage_of(right, left), **kwargs)

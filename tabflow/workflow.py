@@ -259,7 +259,7 @@ class Workflow:
             node.op.clear()
         sample = self._sample(dataset)
         self.fit_schema(dataset.schema, sample)
-        ddf = dataset.to_ddf(dictionary_strings=dictionary_string_inputs(self.nodes))
+        ddf = dataset.to_ddf(dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True)
         logger.info("fit: %d statistics op(s) over %d partition(s)", len(stat_nodes), ddf.npartitions)
         remaining = list(stat_nodes)
         passes = 0
@@ -290,7 +290,7 @@ class Workflow:
             return None
         if not isinstance(data, Dataset):
             return data.head(_SAMPLE_ROWS)
-        ddf = data.to_ddf()
+        ddf = data.to_ddf(arrow_lists=True)
         part = None
         for i in range(ddf.npartitions):
             (part,) = compute(ddf.partitions[i].head(_SAMPLE_ROWS, npartitions=1, compute=False), client=data.client or self.client)
@@ -340,6 +340,10 @@ class Workflow:
         DataFrame in gives a dask DataFrame out, which carries no such setting; an in-memory
         frame is transformed at once, without Dask.
 
+        Frames and dask DataFrames come back with list columns as the engine's users know
+        them (:meth:`Dataset.to_ddf`: on pandas one NumPy array per row, as
+        ``pd.read_parquet`` gives them); a dict request gets :meth:`serve`'s arrays.
+
         Examples
         --------
         >>> import pandas as pd
@@ -353,7 +357,8 @@ class Workflow:
         """
         plan = self._current_serving_plan()
         if plan is not None and is_request(data, SERVING_MAX_ROWS):
-            return plan.transform(data)  # a request, once the plan exists: nothing else to check
+            # A request, once the plan exists: nothing else to check.
+            return plan.transform(data) if isinstance(data, Mapping) else backend_for(data).lists_as_arrays(plan.transform(data))
         # A schema given to fit_schema by hand may leave dtypes unknown; the data has them.
         # A stateless op that learns its dtypes from the data (LambdaOp) learns them from the
         # first data transformed when the workflow was never fitted.
@@ -376,8 +381,8 @@ class Workflow:
             raise TypeError(f"Workflow.transform expects a Dataset or a DataFrame, got {type(data).__name__}")
         self._check_columns(data.columns)
         if backend.name == "pandas" and len(data) <= SERVING_MAX_ROWS:
-            return self.compile_serving().transform(data)
-        return GraphRunner([self.output_node], self.input_schema).transform(data)
+            return backend.lists_as_arrays(self.compile_serving().transform(data))
+        return backend.lists_as_arrays(GraphRunner([self.output_node], self.input_schema).transform(data))
 
     def fit_transform(self, data: Any, progress: bool = False) -> Any:
         """``fit(data, progress)`` then ``transform(data, progress)``."""
@@ -388,7 +393,9 @@ class Workflow:
         input_schema, output_schema = self._require_schema()
         meta = get_backend(dataset.engine).empty_frame(output_schema.dtypes)
         # Only the columns the graph reads travel through the transform.
-        ddf = dataset.to_ddf(input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes))
+        ddf = dataset.to_ddf(
+            input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True,
+        )
         ddf = map_graph(ddf, GraphRunner([self.output_node], input_schema), meta)
         out = Dataset(ddf, schema=output_schema, cpu=dataset.engine == "pandas", client=dataset.client or self.client)
         # The transform keeps partitions one to one, so each still comes from the same file.

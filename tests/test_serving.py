@@ -20,6 +20,7 @@ import pytest
 
 import tabflow as nvt
 from tabflow import ops
+from tabflow.backends import backend_for
 from tabflow.exceptions import UntrustedCodeError
 from tabflow.graph import Subgraph
 from tabflow.graph.executor import GraphRunner
@@ -62,6 +63,11 @@ def batch(workflow: nvt.Workflow, frame: pd.DataFrame) -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # overflow of 1e300 squared, log of -inf...
         return GraphRunner([workflow.output_node], workflow.input_schema).transform(frame)
+
+
+def handed_out(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as ``Workflow.transform`` hands it to users: list columns in pandas' form."""
+    return backend_for(frame).lists_as_arrays(frame)
 
 
 def assert_identical(got: pd.DataFrame, expected: pd.DataFrame) -> None:
@@ -137,7 +143,7 @@ def test_plan_matches_the_batch_path_on_random_requests(name, train):
         request = make_frame(rng, int(rng.integers(0, 5)), unseen=True)
         expected = batch(workflow, request)
         assert_identical(plan.transform(request), expected)
-        assert_identical(workflow.transform(request), expected)
+        assert_identical(workflow.transform(request), handed_out(expected))
         if name == "list_columns":
             continue  # a dict cannot tell a list value from a column of values
         reference = batch(workflow, request.reset_index(drop=True))
@@ -152,7 +158,7 @@ def test_frames_of_more_rows_match_the_batch_path(name, train):
     rng = np.random.default_rng(13)
     for rows in (5, 8, 9, 40):
         request = make_frame(rng, rows, unseen=True)
-        assert_identical(workflow.transform(request), batch(workflow, request))
+        assert_identical(workflow.transform(request), handed_out(batch(workflow, request)))
 
 
 def wide(frame: pd.DataFrame, copies: int) -> pd.DataFrame:

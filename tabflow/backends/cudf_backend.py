@@ -245,6 +245,10 @@ class CudfBackend:
         """``frame`` unchanged: cuDF list columns always have a list dtype."""
         return frame
 
+    def lists_as_arrays(self, frame: Any) -> Any:
+        """``frame`` unchanged: cuDF's users know its list columns (``ListDtype``) as they are."""
+        return frame
+
     # ------------------------------------------------------------- list columns
     def list_offsets(self, series: Any) -> Any:
         """int64 CuPy offsets (``len(series) + 1``) of the items; a null list is empty."""

@@ -192,6 +192,13 @@ class Backend(Protocol):
     def with_list_columns(self, frame: Frame) -> Frame:
         """``frame`` with columns of Python lists as list columns."""
 
+    def lists_as_arrays(self, frame: Frame) -> Frame:
+        """``frame`` with its list columns in the form the engine's users know: on pandas an
+        ``object`` column of one NumPy array per row, as ``pd.read_parquet`` gives it; on
+        cuDF the list columns as they are. ``frame`` itself when nothing changes. The inverse
+        of :meth:`with_list_columns`; frames handed to users go through it, ops never see its
+        result."""
+
     # ------------------------------------------------------------- list columns
     def list_offsets(self, series: Series) -> EngineArray:
         """int64 offsets (``len(series) + 1``) of a list column's items (:meth:`list_values_series`);

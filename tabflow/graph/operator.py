@@ -40,12 +40,14 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import os
 import threading
 from enum import Flag, auto
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel, renaming_kernels
 from tabflow.graph.node import Node, as_group
@@ -152,6 +154,34 @@ def register_attribute_alias(cls: type, name: str, read: Callable[[Any], Any]) -
     setattr(cls, name, _Alias(read))
 
 
+def _lists_in_the_form_given(transform: Callable[..., Any]) -> Callable[..., Any]:
+    """``transform`` run on list columns as the engine holds them, whatever form they came in.
+
+    A workflow hands ops Arrow list columns. A script that calls ``op.transform(selector,
+    df)`` itself, as NVTabular's tests do, may pass a pandas frame whose list columns hold
+    Python lists or NumPy arrays (``object``): the op gets them as list columns, and the
+    frame it returns holds its list columns in pandas' form again (one NumPy array per row,
+    as ``Dataset.to_ddf`` gives them). Frames without such columns pass through untouched.
+    """
+    if getattr(transform, "_lists_in_the_form_given", False):
+        return transform
+
+    @functools.wraps(transform)
+    def wrapped(self: Any, col_selector: Any, df: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            backend = backend_for(df)
+        except TypeError:  # not an engine's frame: the op's own error says what it takes
+            return transform(self, col_selector, df, *args, **kwargs)
+        listed = backend.with_list_columns(df) if backend.is_frame(df) else df
+        if listed is df:
+            return transform(self, col_selector, df, *args, **kwargs)
+        out = transform(self, col_selector, listed, *args, **kwargs)
+        return backend.lists_as_arrays(out) if backend.is_frame(out) else out
+
+    wrapped._lists_in_the_form_given = True  # type: ignore[attr-defined]
+    return wrapped
+
+
 class NotFittedError(RuntimeError):
     """Raised when a statistics op is used before the workflow was fitted."""
 
@@ -212,6 +242,8 @@ class Operator(metaclass=_OperatorMeta):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         OPERATOR_REGISTRY[cls.registry_name()] = cls
+        if "transform" in cls.__dict__:
+            cls.transform = _lists_in_the_form_given(cls.__dict__["transform"])  # type: ignore[method-assign]
 
     @classmethod
     def registry_name(cls) -> str:

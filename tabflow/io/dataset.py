@@ -302,12 +302,20 @@ class Dataset:
     # ------------------------------------------------------------------ access
     def to_ddf(
         self, columns: str | Sequence[str] | None = None, shuffle: bool = False, seed: int | None = None,
-        dictionary_strings: Sequence[str] = (),
+        dictionary_strings: Sequence[str] = (), arrow_lists: bool = False,
     ) -> Any:
         """The dask DataFrame (optionally only some columns, and its partitions in random order).
 
         ``shuffle=True`` permutes the partitions (not the rows inside them) with
         ``random.Random(seed)``, as NVTabular does.
+
+        On the pandas engine, list columns come as pandas' own parquet reader gives them: an
+        ``object`` column holding one NumPy array per row, of the element dtype the schema
+        says (:meth:`Backend.lists_as_arrays <tabflow.backends.protocol.Backend.lists_as_arrays>`),
+        converted as each partition is computed. ``arrow_lists=True`` hands them as the
+        engine holds them, ``pd.ArrowDtype(pa.list_(...))``, which is what ops, the writer and
+        the loaders read (tabflow's own; no conversion). cuDF's list columns are the same
+        either way.
 
         ``dictionary_strings`` names string columns to hand over dictionary-encoded, as
         parquet files store them: partitions hold them as an Arrow dictionary of strings
@@ -323,6 +331,11 @@ class Dataset:
         >>> ds = nvt.Dataset(pd.DataFrame({"a": range(6)}), npartitions=3)
         >>> ds.to_ddf(shuffle=True, seed=1).compute()["a"].tolist()
         [2, 3, 4, 5, 0, 1]
+        >>> lists = nvt.Dataset(pd.DataFrame({"g": [[1, 2], [3], []]}))
+        >>> lists.to_ddf().compute()["g"].tolist()
+        [array([1, 2]), array([3]), array([], dtype=int64)]
+        >>> lists.to_ddf(arrow_lists=True).dtypes["g"]
+        list<item: int64>[pyarrow]
         """
         ddf = self._ddf
         if columns:
@@ -338,7 +351,21 @@ class Dataset:
             ddf = ddf[columns]
         if shuffle and ddf.npartitions > 1:
             ddf = ddf.partitions[self._shuffled(seed)]
-        return ddf
+        return ddf if arrow_lists else self._as_users_see(ddf)
+
+    def _as_users_see(self, ddf: Any) -> Any:
+        """``ddf`` with its list columns as the engine's users know them, one partition at a time."""
+        backend = self.backend
+        dtypes = dict(ddf.dtypes.items())
+        lists = {name: backend.canonical_dtype(dtype) for name, dtype in dtypes.items() if backend.is_list_dtype(dtype)}
+        if not lists:
+            return ddf
+        probe = backend.empty_frame(lists)
+        shown = backend.lists_as_arrays(probe)
+        if shown is probe:
+            return ddf  # cuDF: its users know list columns as cuDF holds them
+        meta = {name: shown.dtypes[name] if name in lists else dtype for name, dtype in dtypes.items()}
+        return ddf.map_partitions(backend.lists_as_arrays, meta=meta)
 
     def _shuffled(self, seed: int | None) -> list[int]:
         order = list(range(self.npartitions))
@@ -348,7 +375,7 @@ class Dataset:
     def to_iter(
         self, columns: str | Sequence[str] | None = None, indices: Sequence[int] | None = None, shuffle: bool = False,
         seed: int | None = None, use_file_metadata: bool | None = None, epochs: int = 1, prefetch: int = 2,
-        convert: Callable[[Any], Any] | None = None,
+        convert: Callable[[Any], Any] | None = None, arrow_lists: bool = False,
     ) -> DataFrameIter:
         """Iterate over the partitions as in-memory frames, in order (or in ``indices`` order).
 
@@ -371,6 +398,9 @@ class Dataset:
         convert : callable, optional
             ``convert(frame)`` is yielded instead of each frame; locally it runs in the
             reading threads, so its work overlaps with the consumer's.
+        arrow_lists : bool, default False
+            Hand list columns as the engine holds them (see :meth:`to_ddf`); by default the
+            pandas engine gives them as pandas' parquet reader does (one NumPy array per row).
 
         Returns
         -------
@@ -400,6 +430,8 @@ class Dataset:
             lengths = lengths or self.partition_lengths()
             return sum(lengths[i] for i in order)
 
+        if not arrow_lists:
+            convert = _after(self.backend.lists_as_arrays, convert)
         return DataFrameIter(functools.partial(self._read_partitions, columns, order, prefetch, convert), count, epochs)
 
     def _read_partitions(self, columns: Sequence[str] | None, order: Sequence[int], prefetch: int, convert: Callable | None) -> Iterator[Any]:
@@ -409,12 +441,13 @@ class Dataset:
             reader, pieces = self._direct
             reader = reader.with_columns(list(columns)) if columns else reader
             return iter_calls([functools.partial(reader, pieces[i]) for i in order], prefetch=prefetch, convert=convert)
-        return iter_partitions(self.to_ddf(columns), order=order, prefetch=prefetch, client=self.client, convert=convert)
+        return iter_partitions(self.to_ddf(columns, arrow_lists=True), order=order, prefetch=prefetch, client=self.client, convert=convert)
 
     def compute(self, progress: bool | None = None, **dask_options: Any) -> Any:
         """The whole dataset as one in-memory frame, which may be edited in place.
 
-        Partitions read from files each number their rows from 0; their concatenation gets
+        List columns are given as :meth:`to_ddf` gives them (on pandas, one NumPy array
+        per row). Partitions read from files each number their rows from 0; their concatenation gets
         one index ``0..n-1`` instead of repeated labels (so that ``frame.loc[0, "x"] = v``
         edits one row). An index the data came with (an in-memory frame's) is kept.
 
@@ -442,20 +475,26 @@ class Dataset:
         index = frame.index
         if index.name is None and index.dtype.kind in "iu" and not index.is_unique:
             frame = frame.reset_index(drop=True)
-        return self.backend.writable(frame)
+        return self._handed_out(frame)
 
     def head(self, n: int = 5) -> Frame:
-        """The first ``n`` rows (looking through as many partitions as needed)."""
-        return self.backend.writable(self._ddf.head(n, npartitions=-1))
+        """The first ``n`` rows (looking through as many partitions as needed); list columns
+        as :meth:`to_ddf` gives them."""
+        return self._handed_out(self._ddf.head(n, npartitions=-1))
 
     def tail(self, n: int = 5) -> Frame:
-        """The last ``n`` rows of the last partition (dask's ``tail``)."""
-        return self.backend.writable(self._ddf.tail(n))
+        """The last ``n`` rows of the last partition (dask's ``tail``); list columns as
+        :meth:`to_ddf` gives them."""
+        return self._handed_out(self._ddf.tail(n))
+
+    def _handed_out(self, frame: Frame) -> Frame:
+        backend = self.backend
+        return backend.writable(backend.lists_as_arrays(frame))
 
     def persist(self, **dask_options: Any) -> Any:
-        """The dask DataFrame with every partition computed and kept in memory (dask's
+        """:meth:`to_ddf` with every partition computed and kept in memory (dask's
         ``persist``, which takes ``dask_options`` such as ``scheduler``)."""
-        return self._ddf.persist(**dask_options)
+        return self.to_ddf().persist(**dask_options)
 
     # ---------------------------------------------------------------- engines
     def to_cpu(self) -> None:
@@ -548,10 +587,10 @@ class Dataset:
         >>> nvt.Dataset.merge(a, b, on="k", how="left").compute().sort_values("k")["y"].tolist()
         ['p', <NA>, 'q']
         """
-        right_ddf = right.to_ddf()
+        right_ddf = right.to_ddf(arrow_lists=True)
         if right.engine != left.engine:
             right_ddf = readers.read_frame(right_ddf, readers.ReadOptions(cpu=left.cpu)).ddf
-        merged = left.to_ddf().clear_divisions().merge(right_ddf.clear_divisions(), **kwargs)
+        merged = left.to_ddf(arrow_lists=True).clear_divisions().merge(right_ddf.clear_divisions(), **kwargs)
         return cls._from_source(readers.Source(merged, left.engine), None, left.client)
 
     def _derived(self, ddf: Any) -> "Dataset":
@@ -893,10 +932,14 @@ class Dataset:
 
         if is_remote(output_file):
             raise ValueError(f"to_npy writes local files; {output_file!r} is a URL")
-        write_npy(iter(self.to_iter()), output_file, append=append)
+        write_npy(iter(self.to_iter(arrow_lists=True)), output_file, append=append)
 
     def __repr__(self) -> str:
         return f"Dataset(engine={self.engine!r}, npartitions={self.npartitions}, columns={self.schema.column_names})"
+
+
+def _after(first: Callable[[Any], Any], then: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    return first if then is None else lambda frame: then(first(frame))
 
 
 def _reopen(path_or_source: Any, engine: str | None, options: Any, cpu: bool) -> readers.Source:

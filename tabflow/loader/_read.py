@@ -122,7 +122,7 @@ class PartitionReader(Node[PlannedChunk]):
             # Opened by the first read, in the thread that reads (the prefetcher's).
             order = [p for spec in self._plan for p in spec.partitions]
             self._parts = self.dataset.to_iter(columns=self.columns, indices=order, prefetch=self.read_ahead,
-                                               convert=self._convert)
+                                               convert=self._convert, arrow_lists=True)
         spec = self._plan[self._position]
         self._position += 1
         parts = [next(self._parts) for _ in spec.partitions]

@@ -348,7 +348,9 @@ class Categorify(SchemaFromColumns, StatOperator):
         """Map indices of output ``column`` back to values (``data``: a series or a frame).
 
         Null and padding decode to null, OOV indices to ``oov_value``; a combo column decodes
-        to a frame with one column per input column; a list column to a list column.
+        to a frame with one column per input column; a list column to a list column, in the
+        form it was given (on pandas, an Arrow list column or one NumPy array per row, as
+        ``Dataset.to_ddf`` gives it).
         """
         unit = self._unit_of(column)
         series = data[column] if backend_for(data).is_frame(data) else data
@@ -356,13 +358,17 @@ class Categorify(SchemaFromColumns, StatOperator):
         vocab = self.vocabs_[unit.key]
         offset = 2 + self.oov_slots_[unit.key]
         shift = self._shift(unit.key)
+        given = series
+        series = backend.with_list_columns(backend.frame_from_dict({column: series}))[column]
         if backend.is_list_dtype(series.dtype):
             # Decoding happens on the host, where the vocabulary is: the column goes there whole.
             host, on_host = get_backend("pandas"), backend.to_host(series)
             codes = host.to_numpy(host.list_values_series(on_host), dtype="int64")
             values = _vocab.decode_codes(_unshift(codes, shift), vocab, offset, oov_value)["value"]
-            out = host.list_from_values_offsets(values, host.list_offsets(on_host), name=column)
-            return backend.from_host(out.set_axis(on_host.index))
+            out = backend.from_host(host.list_from_values_offsets(values, host.list_offsets(on_host), name=column).set_axis(on_host.index))
+            if backend.is_list_dtype(given.dtype):
+                return out
+            return backend.lists_as_arrays(backend.frame_from_dict({column: out}))[column]
         codes = _unshift(backend.to_numpy(series, dtype="int64"), shift)
         decoded = _vocab.decode_codes(codes, vocab, offset, oov_value).set_axis(backend.to_host(series.index))
         if unit.combo:

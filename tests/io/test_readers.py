@@ -152,7 +152,7 @@ def test_list_columns_read_as_arrow_lists(tmp_path):
     table = pa.table({"tags": pa.array(values, pa.list_(pa.int64())), "w": pa.array([[0.5]] * 5, pa.large_list(pa.float32()))})
     pq.write_table(table, tmp_path / "l.parquet")
     ds = nvt.Dataset(str(tmp_path))
-    df = ds.compute()
+    df = ds.to_ddf(arrow_lists=True).compute()
     assert df["tags"].dtype == pd.ArrowDtype(pa.list_(pa.int64()))
     assert df["w"].dtype == pd.ArrowDtype(pa.list_(pa.float32()))
     assert ds.schema["tags"].dtype == "list<int64>" and ds.schema["tags"].is_list

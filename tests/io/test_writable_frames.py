@@ -57,7 +57,8 @@ def _edits_one_row_of_every_column(frame: pd.DataFrame) -> None:
         value = frame[column].dropna().iloc[-1]
         frame.loc[frame.index[middle], column] = value
         frame.iloc[0, position] = value
-        assert frame[column].iloc[0] == value and frame[column].iloc[middle] == value, column
+        same = np.array_equal if isinstance(value, np.ndarray) else (lambda a, b: a == b)  # a list column's rows
+        assert same(frame[column].iloc[0], value) and same(frame[column].iloc[middle], value), column
         pd.testing.assert_series_equal(frame[column][untouched], before[column][untouched])
     number = frame.select_dtypes("number").columns[0]
     values = frame[number].to_numpy(copy=True)

@@ -34,7 +34,7 @@ def frame(rng):
 
 def test_matches_pandas_dropna(frame, engine, to_engine):
     workflow = nvt.Workflow(["x", "s", "l"] >> ops.Dropna())
-    out = to_host(workflow.fit_transform(nvt.Dataset(to_engine(frame), npartitions=4)).compute())
+    out = to_host(workflow.fit_transform(nvt.Dataset(to_engine(frame), npartitions=4)).to_ddf(arrow_lists=True).compute())
     assert_frame_equal(out, frame.dropna())
     assert 4 in frame.dropna().index  # an empty list is not null
 

@@ -26,7 +26,7 @@ def frame(rng):
 
 def test_records_lengths_and_keeps_data(frame, engine, to_engine):
     workflow = nvt.Workflow(["hist", "pair"] >> ops.ValueCount())
-    out = to_host(workflow.fit_transform(nvt.Dataset(to_engine(frame), npartitions=4)).compute())
+    out = to_host(workflow.fit_transform(nvt.Dataset(to_engine(frame), npartitions=4)).to_ddf(arrow_lists=True).compute())
     pd.testing.assert_frame_equal(out, frame)
     lengths = frame["hist"].map(len)
     assert workflow.output_schema["hist"].value_count == {"min": int(lengths.min()), "max": 9}

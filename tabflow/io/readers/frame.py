@@ -15,6 +15,7 @@ import dataclasses
 from typing import Any
 
 import dask
+import pyarrow as pa
 
 from tabflow.backends import backend_for, collection_engine, get_backend
 from tabflow.io.readers._shared import require_unique_names
@@ -27,7 +28,10 @@ __all__ = ["read_frame"]
 def read_frame(frame: Any, options: ReadOptions) -> Source:
     """The source of an in-memory frame, moved to the engine ``options.cpu`` asks for.
 
-    A dask DataFrame keeps its partitions; a pandas or cuDF frame is split into
+    A dask DataFrame keeps its partitions; its ``object`` columns that hold lists (as
+    ``Dataset.to_ddf`` and ``pd.read_parquet`` give list columns on pandas) become list
+    columns, of the dtype the first partition with rows says (the first that says one, for a
+    column of empty lists of strings or of lists). A pandas or cuDF frame is split into
     ``options.npartitions`` partitions, or into partitions of about ``part_size`` bytes.
     ``options.dtypes`` casts columns, as for files (``"hex"``: hexadecimal strings to
     nullable int64), lazily in every partition.
@@ -123,7 +127,63 @@ def _dask_source(ddf: Any, cpu: bool | None) -> Source:
         get_backend("cudf")  # a clear ImportError when cuDF is missing
         ddf, engine = ddf.to_backend("cudf"), "cudf"
     _require_unique_columns(ddf.columns)
+    if engine == "pandas":  # cuDF holds lists in list columns only
+        ddf = _object_lists_as_list_columns(ddf)
     return Source(ddf, engine)
+
+
+def _object_lists_as_list_columns(ddf: Any) -> Any:
+    backend = get_backend("pandas")
+    dtypes = dict(ddf.dtypes.items())
+    objects = [name for name, dtype in dtypes.items() if dtype == object]  # noqa: E721 - NumPy's object dtype
+    if not objects:
+        return ddf
+    lists: dict[str, str] = {}
+    undecided = list(objects)
+    for i in range(ddf.npartitions):
+        # The first partition with rows tells what each column holds; a column of empty
+        # lists of objects (strings, nested lists) there says no element type, and the
+        # next partitions are asked.
+        sample = ddf.partitions[i][undecided].compute()
+        if not len(sample):
+            continue
+        sample = backend.with_list_columns(sample)
+        for name in list(undecided):
+            dtype = sample[name].dtype
+            if not backend.is_list_dtype(dtype):
+                undecided.remove(name)
+            elif not _lacks_element_type(dtype.pyarrow_dtype):
+                lists[name] = backend.canonical_dtype(dtype)
+                undecided.remove(name)
+        if not undecided:
+            break
+    if not lists:
+        return ddf
+    meta = {name: backend.engine_dtype(lists[name]) if name in lists else dtype for name, dtype in dtypes.items()}
+    return ddf.map_partitions(_as_list_columns, lists, meta=meta)
+
+
+def _lacks_element_type(arrow_type: pa.DataType) -> bool:
+    while pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        arrow_type = arrow_type.value_type
+    return pa.types.is_null(arrow_type)
+
+
+def _as_list_columns(frame: Any, lists: dict[str, str]) -> Any:
+    backend = backend_for(frame)
+    frame = backend.with_list_columns(frame)
+    # A partition of null rows only, or of rows pyarrow reads with another element dtype,
+    # takes the sampled one, so that every partition agrees with the schema.
+    changed = {
+        name: backend.astype(frame[name], dtype) for name, dtype in lists.items()
+        if backend.canonical_dtype(frame[name].dtype) != dtype
+    }
+    if not changed:
+        return frame
+    out = frame.copy(deep=False)
+    for name, column in changed.items():
+        out[name] = column
+    return out
 
 
 def _is_dask_frame(obj: Any) -> bool:

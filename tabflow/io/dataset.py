@@ -20,8 +20,6 @@ import os
 import random
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-import dask.dataframe as dd
-
 from tabflow.backends import get_backend
 from tabflow.backends.protocol import Frame
 from tabflow.io import readers
@@ -332,10 +330,8 @@ class Dataset:
         reader, pieces = self._direct if self._direct is not None else (None, None)
         if dictionary_strings and hasattr(reader, "with_dictionary_strings"):  # parquet files
             reader = (reader.with_columns(columns) if columns else reader).with_dictionary_strings(dictionary_strings)
-            ddf = dd.from_map(
-                reader, pieces, meta=get_backend(self.engine).empty_frame(reader.dtypes), label="tabflow-read-parquet",
-                enforce_metadata=False,
-            )
+            backend = get_backend(self.engine)
+            ddf = backend.from_map_ddf(reader, pieces, backend.empty_frame(reader.dtypes), "tabflow-read-parquet")
         elif columns:
             ddf = ddf[columns]
         if shuffle and ddf.npartitions > 1:

@@ -44,7 +44,6 @@ import re
 import threading
 from typing import Any, Iterator, Mapping, Sequence
 
-import dask.dataframe as dd
 import pandas as pd
 
 from tabflow.backends import backend_for, get_backend
@@ -243,7 +242,7 @@ def read_text_ddf(
         backend.name, syntax, file_columns, planned, [n for n in hex_columns if n in planned], storage_options,
         check_header=names is None,
     )
-    ddf = dd.from_map(reader, pieces, meta=backend.empty_frame(final), label="tabflow-read-text", enforce_metadata=False)
+    ddf = backend.from_map_ddf(reader, pieces, backend.empty_frame(final), "tabflow-read-text")
     return ddf, (reader, pieces)
 
 

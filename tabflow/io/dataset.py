@@ -544,7 +544,7 @@ class Dataset:
         >>> a = nvt.Dataset(pd.DataFrame({"k": [1, 2, 3], "x": [10, 20, 30]}))
         >>> b = nvt.Dataset(pd.DataFrame({"k": [1, 3], "y": ["p", "q"]}))
         >>> nvt.Dataset.merge(a, b, on="k", how="left").compute().sort_values("k")["y"].tolist()
-        ['p', <NA>, 'q']
+        ['p', nan, 'q']
         """
         right_ddf = right.to_ddf()
         if right.engine != left.engine:

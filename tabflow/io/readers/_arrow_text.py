@@ -31,7 +31,7 @@ Examples
 >>> _ = path.write_text('id,name,n\\n1,"a, b",2.5\\n2,,\\n')
 >>> frame = read_csv([str(path)], ReadOptions(cpu=True)).ddf.compute()
 >>> frame.dtypes.astype(str).tolist(), frame["name"].tolist()
-(['Int64', 'string', 'float64'], ['a, b', <NA>])
+(['Int64', 'str', 'float64'], ['a, b', nan])
 """
 
 from __future__ import annotations

@@ -243,14 +243,14 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     def fit_finalize(self, partial: dict[str, Any]) -> None:
         targets = partial["targets"]
         first = next(iter(partial["tables"].values()))[1]
-        self.means_ = {t: self._prior(t, float(first[f"s_{t}"].sum()), float(first[f"n_{t}"].sum())) for t in targets}
+        means = {t: self._prior(t, float(first[f"s_{t}"].sum()), float(first[f"n_{t}"].sum())) for t in targets}
         partitions = [[int(n), int(fp)] for n, fp in partial["partitions"]] if self._kfold > 1 else []
         encodings, oof_encodings, statistics, fold_statistics = {}, {}, {}, {}
         for name, (keys, table) in partial["tables"].items():
             backend = backend_for(table)
             full = table.drop(columns=[FOLD]).groupby(list(keys), dropna=False, sort=False).sum().reset_index()
             statistics[name] = _sorted(full, list(keys))
-            encodings[name] = self._encode(full, list(keys), targets)
+            encodings[name] = self._encode(full, list(keys), means)
             if self._kfold > 1:
                 fold_statistics[name] = _sorted(table, [*keys, FOLD])
                 # Every (key, fold) pair, including folds where the key never occurs.
@@ -258,11 +258,11 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
                 in_fold = backend.merge_keep_order(crossed[[*keys, FOLD]], table, [*keys, FOLD], [*keys, FOLD], how="left")
                 stats = [c for c in full.columns if c not in keys]
                 crossed = crossed.assign(**{c: crossed[c] - in_fold[c].fillna(0) for c in stats})
-                oof_encodings[name] = self._encode(crossed, [*keys, FOLD], targets)
+                oof_encodings[name] = self._encode(crossed, [*keys, FOLD], means)
         if self.out_path is not None:
-            # Written before any other fitted state is set: a failed write leaves the op unfitted.
+            # Written before any fitted state is set: a failed write leaves the op unfitted.
             _vocab_files.write_statistics(self.out_path, self._nvtabular_tables(statistics, fold_statistics, targets))
-        self.partitions_, self.encodings_, self.oof_encodings_ = partitions, encodings, oof_encodings
+        self.means_, self.partitions_, self.encodings_, self.oof_encodings_ = means, partitions, encodings, oof_encodings
         self.statistics_, self.fold_statistics_ = statistics, fold_statistics
         self._stats_files: dict[str, str] = {}
 
@@ -273,14 +273,14 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             return float(self.target_mean)
         return total / count if count else 0.0
 
-    def _encode(self, stats: Any, keys: list[str], targets: list[str]) -> Any:
+    def _encode(self, stats: Any, keys: list[str], means: dict[str, float]) -> Any:
         """The encoding table of summed statistics, sorted by its keys (nulls last): the
         fitted table is the same whatever order the engine grouped in (cuDF's is none)."""
         out = {k: stats[k] for k in keys}
-        for t in targets:
+        for t in means:
             n, s = stats[f"n_{t}"], stats[f"s_{t}"].fillna(0.0)
             denominator = (n + self.p_smooth).where(n + self.p_smooth > 0)
-            out[t] = ((s + self.p_smooth * self.means_[t]) / denominator).fillna(self.means_[t]).astype("float64")
+            out[t] = ((s + self.p_smooth * means[t]) / denominator).fillna(means[t]).astype("float64")
         return _sorted(backend_for(stats).frame_from_dict(out), keys)
 
     # ------------------------------------------------------- NVTabular's files

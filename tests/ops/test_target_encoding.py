@@ -261,3 +261,12 @@ def test_encodings_carry_the_targets_own_tags(train):
     fitted = nvt.Workflow(["cat"] >> ops.TargetEncoding("click")).fit(train)
     assert fitted.output_schema["TE_cat_click"].tags == {Tags.CONTINUOUS}
     assert str(fitted.transform(train)["TE_cat_click"].dtype) == fitted.output_schema["TE_cat_click"].dtype == "float32"
+
+
+def test_a_failed_statistics_write_leaves_the_op_unfitted(train, tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    op = ops.TargetEncoding("click", kfold=2, out_path=str(blocked))
+    with pytest.raises(OSError):
+        nvt.Workflow(["cat"] >> op).fit(train)
+    assert not op.fitted and op.stats == {} and not hasattr(op, "means_")

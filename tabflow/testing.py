@@ -19,8 +19,9 @@ def assert_frame_equal(left: Any, right: Any, **kwargs: Any) -> None:
 
     Frames are compared on the host with ``pandas.testing.assert_frame_equal``; the index is
     ignored (partitioned results carry per-partition indexes), and so is the storage of
-    pandas' string dtype: tabflow's string columns are Arrow-backed (``string[pyarrow]``, as
-    dask stores them), where a frame built with pandas 2 holds ``string[python]``. A string
+    pandas' string dtypes: tabflow's string columns are Arrow-backed (``str`` on pandas 3,
+    as pandas' own readers give text), where a frame built with pandas 2 may hold
+    ``string[python]``. A string
     column still differs from an ``object`` one, and ``str`` (NaN for missing) from
     ``string`` (``<NA>``). cuDF has no masked integer dtypes (every cuDF column holds nulls):
     against a cuDF frame, an ``Int64`` column and an ``int64`` one holding the same values are

@@ -241,8 +241,8 @@ def test_fitting_twice_gives_the_same_statistics(name, to_engine):
 
 #: Fitted attributes that describe the fitted data's partitions rather than its statistics:
 #: TargetEncoding recognises its training partitions and encodes them out of fold, with folds
-#: drawn per partition (its full statistics, ``encodings_`` and ``means_``, are compared).
-PARTITION_STATE = {"TargetEncoding": {"partitions_", "oof_encodings_"}}
+#: drawn per partition (its full statistics, ``statistics_``, ``encodings_`` and ``means_``, are compared).
+PARTITION_STATE = {"TargetEncoding": {"partitions_", "oof_encodings_", "fold_statistics_"}}
 
 
 @pytest.mark.parametrize("name", [n for n in STAT_OP_NAMES if n not in PARTITION_LOCAL])

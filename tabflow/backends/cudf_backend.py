@@ -556,6 +556,13 @@ class CudfBackend:
 
         return dd.from_pandas(frame, npartitions=max(1, npartitions), sort=False)
 
+    def from_map_ddf(self, read: Any, pieces: Sequence[Any], meta: Any, label: str) -> Any:
+        """A collection of one partition per piece, ``read(piece)`` (``dd.from_map``)."""
+        import dask.dataframe as dd
+        import dask_cudf  # noqa: F401  (registers cuDF with dask's dispatch)
+
+        return dd.from_map(read, pieces, meta=meta, label=label, enforce_metadata=False)
+
     @staticmethod
     def total_memory() -> int:
         """Bytes of memory of the current GPU (what ``part_mem_fraction`` is a fraction of)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -30,11 +31,40 @@ from tabflow.schema import dtypes as dtype_names
 __all__ = ["PandasBackend", "BACKEND"]
 
 
-def _pandas_string_dtype():
-    # The NA-based Arrow string dtype is the one dask converts every string column to
-    # (``dataframe.convert-string``), so in-memory and partitioned data agree, and nulls are
-    # ``pd.NA`` as in the masked integer dtypes.
+def _default_string_dtype() -> pd.StringDtype:
+    # pandas' own string dtype, the one ``pd.read_csv``, ``pd.read_parquet`` and ``pd.Series``
+    # give text: ``str`` on pandas 3 (Arrow storage, missing values NaN). A pandas that still
+    # infers ``object`` for text gets the Arrow-backed ``string`` dtype (missing values
+    # ``pd.NA``), the Arrow storage being what the string kernels read without a copy.
+    default = pd.api.types.pandas_dtype("str")
+    if isinstance(default, pd.StringDtype) and default.storage == "pyarrow":
+        return default
     return pd.StringDtype("pyarrow")
+
+
+# Asked once: dtypes are named for every column of every served request.
+_STRING_DTYPE = _default_string_dtype()
+
+
+def _pandas_string_dtype() -> pd.StringDtype:
+    return _STRING_DTYPE
+
+
+def _own_strings(build: Any, *args: Any, **kwargs: Any) -> dd.DataFrame:
+    # dask's ``dataframe.convert-string`` casts every collection it builds to the NA-based
+    # ``string`` dtype, also columns already held as pandas' ``str``: collections are built
+    # with it off, their partitions holding strings as the reader or the user made them.
+    with dask.config.set({"dataframe.convert-string": False}):
+        return build(*args, **kwargs)
+
+
+def _text_as_strings(ddf: dd.DataFrame) -> dd.DataFrame:
+    # pandas reads a column with no values (a file of only a header) as ``object``: every
+    # text column comes out in the engine's string dtype, as the Arrow reader gives it.
+    text = [name for name, dtype in ddf.dtypes.items() if isinstance(dtype, np.dtype) and dtype.kind == "O"]
+    if not text:
+        return ddf
+    return ddf.astype(dict.fromkeys(text, _pandas_string_dtype()))
 
 
 class StringLookup:
@@ -185,7 +215,8 @@ class PandasBackend:
         """``series`` cast to ``canonical`` when no value changes, else ``series`` unchanged.
 
         What a workflow does to an input column whose dtype is not the fitted one: int64 data
-        for an ``Int64`` column, ``str`` objects for a ``string`` column. A cast to a numeric
+        for an ``Int64`` column, ``object`` text or pandas' ``string`` dtype for a column of
+        the engine's string dtype (``str`` on pandas 3). A cast to a numeric
         or boolean dtype that would change a value (10.5 to the int 10, 2**40 to the int32 0,
         2 to True) is not made, so ops see the values as they are: a non-integral float is out
         of vocabulary for a Categorify fitted on integers and hashes as itself. Floats narrow
@@ -473,6 +504,9 @@ class PandasBackend:
                 return counts
             series = pd.Series(pd.array(encoded.cast(pa.large_string()), dtype=_pandas_string_dtype()), name=series.name)
         counts = series.value_counts(dropna=True, sort=False)
+        if self.is_string_dtype(counts.index.dtype) and counts.index.dtype != _pandas_string_dtype():
+            # Fitted vocabularies hold the engine's string dtype whichever the data had.
+            counts.index = counts.index.astype(_pandas_string_dtype())
         if self.is_string_dtype(counts.index.dtype) and len(counts) > 1:
             values = pa.array(counts.index.array) if counts.index.dtype != object else pa.array(counts.index, from_pandas=True)
             counts = counts.iloc[_byte_order(values)]
@@ -729,15 +763,15 @@ class PandasBackend:
     def read_csv_ddf(self, paths: list[str], blocksize: int | None, **kwargs: Any) -> dd.DataFrame:
         separated = _masked_numbers_with_thousands(kwargs)
         if not separated:
-            return dd.read_csv(paths, blocksize=blocksize, **kwargs)
+            return _text_as_strings(_own_strings(dd.read_csv, paths, blocksize=blocksize, **kwargs))
         # pandas 2's C parser ignores ``thousands=`` for a masked (``Int64``) or Arrow numeric
         # dtype and fails on "1_000" (it parses such values into plain int64 or float64 only).
         # Those columns are read as text and parsed here, the separator removed, so that
         # every supported pandas reads the same numbers.
-        ddf = dd.read_csv(paths, blocksize=blocksize, **{**kwargs, "dtype": {**kwargs["dtype"], **dict.fromkeys(separated, object)}})
+        ddf = _own_strings(dd.read_csv, paths, blocksize=blocksize, **{**kwargs, "dtype": {**kwargs["dtype"], **dict.fromkeys(separated, object)}})
         separated = {name: dtype for name, dtype in separated.items() if name in ddf.columns}
         meta = pd.DataFrame({name: pd.Series([], dtype=separated.get(name, dtype)) for name, dtype in ddf.dtypes.items()})
-        return ddf.map_partitions(_parse_separated_numbers, separated, kwargs["thousands"], meta=meta)
+        return _text_as_strings(ddf.map_partitions(_parse_separated_numbers, separated, kwargs["thousands"], meta=meta))
 
     def read_orc_part(self, path: str, stripes: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str]) -> pd.DataFrame:
         import pyarrow.orc as orc
@@ -750,7 +784,28 @@ class PandasBackend:
         return self.from_arrow(table, dtypes)
 
     def from_frame_ddf(self, frame: pd.DataFrame, npartitions: int) -> dd.DataFrame:
-        return dd.from_pandas(frame, npartitions=max(1, npartitions), sort=False)
+        """``frame`` split into ``npartitions`` partitions, its string columns in the dtypes the
+        user gave them (``str``, ``string``); ``object`` columns become the engine's string
+        dtype, as dask has always made them.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> frame = pd.DataFrame({"s": pd.Series(["a", None], dtype="string"), "o": pd.Series(["b", None], dtype=object)})
+        >>> parts = get_backend("pandas").from_frame_ddf(frame, 2).compute()
+        >>> str(parts["s"].dtype), str(parts["o"].dtype), parts["o"].isna().tolist()
+        ('string', 'str', [False, True])
+        """
+        text = [name for name, dtype in frame.dtypes.items() if isinstance(dtype, np.dtype) and dtype.kind == "O"]
+        if text:
+            frame = frame.astype(dict.fromkeys(text, _pandas_string_dtype()))
+        return _own_strings(dd.from_pandas, frame, npartitions=max(1, npartitions), sort=False)
+
+    def from_map_ddf(self, read: Any, pieces: Sequence[Any], meta: pd.DataFrame, label: str) -> dd.DataFrame:
+        """A collection of one partition per piece, ``read(piece)`` (``dd.from_map``), its
+        string columns as ``read`` gives them."""
+        return _own_strings(dd.from_map, read, pieces, meta=meta, label=label, enforce_metadata=False)
 
     @staticmethod
     def total_memory() -> int:

@@ -315,6 +315,10 @@ class Backend(Protocol):
     def from_frame_ddf(self, frame: Frame, npartitions: int) -> Any:
         """An in-memory frame as a dask collection of ``npartitions`` partitions."""
 
+    def from_map_ddf(self, read: Callable[[Any], Frame], pieces: Sequence[Any], meta: Frame, label: str) -> Any:
+        """A dask collection of one partition per piece, ``read(piece)``, described by ``meta``
+        (the readers' partitions; strings stay in the dtypes ``read`` gives them)."""
+
     @staticmethod
     def total_memory() -> int:
         """Bytes of the memory this engine's frames live in (host RAM or the current GPU's)."""

@@ -56,7 +56,7 @@ class InertArgument:
 
 _TREE = "statistics are always merged as a tree of at most 8 partials per task"
 _STATS_ON_HOST = "statistics are kept in host memory and moved to the data's engine once"
-_IN_MEMORY = "the statistics are in-memory tables kept (and saved) with the workflow, not files"
+_IN_MEMORY = "the statistics are in-memory tables kept (and saved) with the workflow, one file per table under out_path"
 _FIXED_TAGS = InertArgument(None, "the op's tags are fixed (NVTabular 23.08 ignored this argument too)")
 
 #: Per op class, its NVTabular-only arguments (subclasses inherit them).
@@ -82,7 +82,6 @@ INERT_ARGUMENTS: dict[type, dict[str, InertArgument]] = {
         "split_out": InertArgument(None, _IN_MEMORY),
         "split_every": InertArgument(None, _TREE),
         "cat_cache": InertArgument("host", _STATS_ON_HOST),
-        "out_path": InertArgument(None, _IN_MEMORY),
         "on_host": InertArgument(True, "statistics are always kept in host memory"),
         "tree_width": InertArgument(None, _TREE),
     },
@@ -108,7 +107,6 @@ _FITTED_ALIASES: list[tuple[type, str, str, Callable[[Any], Any] | None]] = [
     (ops.FillMedian, "medians", "medians_", None),
     (ops.JoinGroupby, "categories", "stats_", None),
     (ops.TargetEncoding, "means", "means_", None),
-    (ops.TargetEncoding, "stats", "encodings_", None),
     # {column: {"value_count": {"min", "max"}}}
     (ops.ValueCount, "stats", "stats_", lambda stats: {name: {"value_count": dict(bounds)} for name, bounds in stats.items()}),
     (ops.ReduceDtypeSize, "ranges", "ranges_", lambda ranges: {name: tuple(bounds) for name, bounds in ranges.items()}),

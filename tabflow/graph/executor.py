@@ -119,7 +119,8 @@ def conform(frame: Frame, schema: Schema) -> Frame:
     its op declared.
 
     A file without nulls reads an integer column as int64 where the fitted data had Int64,
-    and an in-memory frame holds strings as ``str`` where partitions hold ``string``; casting
+    and an in-memory frame may hold text as ``object`` or ``string`` where the engine holds
+    ``str``; casting
     keeps the transformed output on the declared output schema. A cast that would change a
     value (10.5 to 10) is not made, so the ops see the value as it is; a string that is not a
     number in a numeric column is an error naming the column and value.

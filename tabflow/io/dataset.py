@@ -20,8 +20,6 @@ import os
 import random
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-import dask.dataframe as dd
-
 from tabflow.backends import get_backend
 from tabflow.backends.protocol import Frame
 from tabflow.io import readers
@@ -343,10 +341,8 @@ class Dataset:
         reader, pieces = self._direct if self._direct is not None else (None, None)
         if dictionary_strings and reader is not None and hasattr(reader, "with_dictionary_strings"):  # parquet files
             reader = (reader.with_columns(columns) if columns else reader).with_dictionary_strings(dictionary_strings)
-            ddf = dd.from_map(
-                reader, pieces, meta=get_backend(self.engine).empty_frame(reader.dtypes), label="tabflow-read-parquet",
-                enforce_metadata=False,
-            )
+            backend = get_backend(self.engine)
+            ddf = backend.from_map_ddf(reader, pieces, backend.empty_frame(reader.dtypes), "tabflow-read-parquet")
         elif columns:
             ddf = ddf[columns]
         if shuffle and ddf.npartitions > 1:
@@ -585,7 +581,7 @@ class Dataset:
         >>> a = nvt.Dataset(pd.DataFrame({"k": [1, 2, 3], "x": [10, 20, 30]}))
         >>> b = nvt.Dataset(pd.DataFrame({"k": [1, 3], "y": ["p", "q"]}))
         >>> nvt.Dataset.merge(a, b, on="k", how="left").compute().sort_values("k")["y"].tolist()
-        ['p', <NA>, 'q']
+        ['p', nan, 'q']
         """
         right_ddf = right.to_ddf(arrow_lists=True)
         if right.engine != left.engine:

@@ -1,4 +1,5 @@
-"""Vocabulary files that :class:`tabflow.ops.Categorify` writes under ``out_path``.
+"""Files that :class:`tabflow.ops.Categorify` and :class:`tabflow.ops.TargetEncoding` write
+under ``out_path``.
 
 The layout is NVTabular 23.08's, so scripts that read these files keep working. For each
 vocabulary ``NAME`` (a column, or ``"a_b"`` for a joint or combo group):
@@ -19,6 +20,13 @@ vocabulary ``NAME`` (a column, or ``"a_b"`` for a joint or combo group):
     ``n_oov``, vocabulary size) and, when counts are known, the rows seen while fitting
     that fall in it (``num_observed``: 0, nulls, values sent to OOV by ``freq_threshold``
     or ``max_size``, values in the vocabulary).
+
+For each statistics table ``NAME`` of a TargetEncoding (a key column or group, and with
+folds ``__fold___NAME``, the same statistics per fold):
+
+``<out_path>/categories/cat_stats.NAME.parquet``
+    One row per key (per fold and key), the key columns first, then ``NAME_count`` (the
+    rows of the key) and ``NAME_<target>_sum`` for each target.
 
 Every file of one fit is written under a temporary name in the same directory and renamed
 into place only once all of them are complete, so an error leaves the previous files (or
@@ -49,7 +57,10 @@ import pandas as pd
 
 from tabflow.ops._vocab import COUNT, NULL_INDEX, OOV_INDEX, PAD_INDEX, Unit
 
-__all__ = ["STAT_DIR", "unique_table", "meta_table", "unique_path", "write_vocabularies", "copy_vocabularies"]
+__all__ = [
+    "STAT_DIR", "unique_table", "meta_table", "unique_path", "write_vocabularies", "copy_vocabularies", "stats_path",
+    "write_statistics",
+]
 
 #: Sub-directory of ``out_path`` holding the files (NVTabular's name).
 STAT_DIR = "categories"
@@ -58,6 +69,18 @@ STAT_DIR = "categories"
 def unique_path(out_path: str | os.PathLike, key: str) -> str:
     """Path of the unique-values file (or directory) of vocabulary ``key``."""
     return os.path.join(os.fspath(out_path), STAT_DIR, f"unique.{key}.parquet")
+
+
+def stats_path(out_path: str | os.PathLike, name: str) -> str:
+    """Path of the statistics file of table ``name`` (a TargetEncoding key group)."""
+    return os.path.join(os.fspath(out_path), STAT_DIR, f"cat_stats.{name}.parquet")
+
+
+def write_statistics(out_path: str | os.PathLike, tables: Mapping[str, pd.DataFrame]) -> dict[str, str]:
+    """Write ``{name: statistics table}`` under ``out_path``, all or none; return the paths."""
+    writers = [(stats_path(out_path, name), functools.partial(table.to_parquet, index=False)) for name, table in tables.items()]
+    _publish(out_path, writers)
+    return {name: stats_path(out_path, name) for name in tables}
 
 
 def _meta_path(out_path: str | os.PathLike, key: str) -> str:

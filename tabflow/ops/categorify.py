@@ -169,7 +169,7 @@ class Categorify(SchemaFromColumns, StatOperator):
     >>> cats.op.cardinality("c"), wf.output_schema["c"].properties["embedding_sizes"]
     (6, {'cardinality': 6, 'dimension': 16})
     >>> cats.op.decode(pd.Series([3, 1, 2]), "c").tolist()
-    ['b', <NA>, <NA>]
+    ['b', nan, nan]
 
     With ``out_path`` the vocabulary is also written as NVTabular wrote it:
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -10,7 +13,7 @@ from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
 from tabflow.graph.node import Node
 from tabflow.graph.selector import ColumnSelector
-from tabflow.ops import _folds
+from tabflow.ops import _folds, _vocab_files
 from tabflow.ops import _groupstats as gs
 from tabflow.ops._numeric import dtype_name
 from tabflow.ops._schema_hooks import SchemaFromColumns
@@ -22,6 +25,8 @@ __all__ = ["TargetEncoding"]
 FOLD = "__fold__"
 #: Folds when ``kfold`` is None, as in NVTabular 23.08.
 DEFAULT_KFOLD = 3
+# Rows of each key (and fold) in the fitted statistics; the targets' counts skip null targets.
+ROWS = "__rows__"
 
 
 class TargetEncoding(SchemaFromColumns, StatOperator):
@@ -64,6 +69,9 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
         Output names (one per key group and target, key-major) instead of ``TE_<key>_<target>``.
     out_dtype : str or numpy dtype, default float32
     name_sep : str, default "_"
+    out_path : str or path, optional
+        Directory where the fitted statistics are also written as NVTabular wrote them
+        (:attr:`stats`); without it nothing is written there.
     drop_folds : bool, default True
         False adds a ``__fold__`` column when ``kfold > 1`` (as NVTabular): the row's fold for
         training data, -1 elsewhere.
@@ -73,8 +81,13 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     means_ : dict of str to float
         The prior mean of each target (also readable as NVTabular's ``means``).
     encodings_ : dict of str to DataFrame
-        Per key (or key group name): the keys and the full-data encoding of each target
-        (also readable as NVTabular's ``stats``, which held paths of per-key statistics).
+        Per key (or key group name): the keys and the full-data encoding of each target.
+    statistics_ : dict of str to DataFrame
+        Per key (or key group name): the keys, their rows (``__rows__``) and, per target, the
+        count of non-null targets (``n_<target>``) and their sum (``s_<target>``).
+    fold_statistics_ : dict of str to DataFrame
+        With ``kfold > 1``: the same per fold, one row per fold and key seen in it (the keys,
+        then ``__fold__``).
 
     Examples
     --------
@@ -86,6 +99,8 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     >>> wf.transform(pd.DataFrame({"c": ["a", "z"], "y": [0.0, 0.0]}))["TE_c_y"].round(4).tolist()
     [0.5556, 0.6667]
     """
+
+    _derived_attributes = ("_stats_files",)
 
     def __init__(
         self,
@@ -193,7 +208,8 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             for t in targets:
                 work[f"x_{t}"] = backend.to_float(df[t], "float64")
             frame = backend.frame_from_dict(work, index=df.index)
-            aggs = {f"{s}_{t}": (f"x_{t}", agg) for t in targets for s, agg in (("n", "count"), ("s", "sum"))}
+            aggs = {ROWS: (f"x_{targets[0]}", "size")}
+            aggs.update({f"{s}_{t}": (f"x_{t}", agg) for t in targets for s, agg in (("n", "count"), ("s", "sum"))})
             tables[gs.group_name(keys, self.name_sep)] = (keys, frame.groupby([*keys, FOLD], dropna=False, sort=False).agg(**aggs).reset_index())
         return {"tables": tables, "partitions": [[len(df), fp]], "targets": targets}
 
@@ -209,20 +225,28 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     def fit_finalize(self, partial: dict[str, Any]) -> None:
         targets = partial["targets"]
         first = next(iter(partial["tables"].values()))[1]
-        self.means_ = {t: self._prior(t, float(first[f"s_{t}"].sum()), float(first[f"n_{t}"].sum())) for t in targets}
-        self.partitions_ = [[int(n), int(fp)] for n, fp in partial["partitions"]] if self._kfold > 1 else []
-        self.encodings_, self.oof_encodings_ = {}, {}
+        means = {t: self._prior(t, float(first[f"s_{t}"].sum()), float(first[f"n_{t}"].sum())) for t in targets}
+        partitions = [[int(n), int(fp)] for n, fp in partial["partitions"]] if self._kfold > 1 else []
+        encodings, oof_encodings, statistics, fold_statistics = {}, {}, {}, {}
         for name, (keys, table) in partial["tables"].items():
             backend = backend_for(table)
             full = table.drop(columns=[FOLD]).groupby(list(keys), dropna=False, sort=False).sum().reset_index()
-            self.encodings_[name] = self._encode(full, list(keys), targets)
+            statistics[name] = _sorted(full, list(keys))
+            encodings[name] = self._encode(full, list(keys), means)
             if self._kfold > 1:
+                fold_statistics[name] = _sorted(table, [*keys, FOLD])
                 # Every (key, fold) pair, including folds where the key never occurs.
                 crossed = backend.concat_rows([full.assign(**{FOLD: f}) for f in range(self._kfold)])
                 in_fold = backend.merge_keep_order(crossed[[*keys, FOLD]], table, [*keys, FOLD], [*keys, FOLD], how="left")
                 stats = [c for c in full.columns if c not in keys]
                 crossed = crossed.assign(**{c: crossed[c] - in_fold[c].fillna(0) for c in stats})
-                self.oof_encodings_[name] = self._encode(crossed, [*keys, FOLD], targets)
+                oof_encodings[name] = self._encode(crossed, [*keys, FOLD], means)
+        if self.out_path is not None:
+            # Written before any fitted state is set: a failed write leaves the op unfitted.
+            _vocab_files.write_statistics(self.out_path, self._nvtabular_tables(statistics, fold_statistics, targets))
+        self.means_, self.partitions_, self.encodings_, self.oof_encodings_ = means, partitions, encodings, oof_encodings
+        self.statistics_, self.fold_statistics_ = statistics, fold_statistics
+        self._stats_files: dict[str, str] = {}
 
     def _prior(self, target: str, total: float, count: float) -> float:
         if isinstance(self.target_mean, dict):
@@ -231,16 +255,84 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             return float(self.target_mean)
         return total / count if count else 0.0
 
-    def _encode(self, stats: Any, keys: list[str], targets: list[str]) -> Any:
+    def _encode(self, stats: Any, keys: list[str], means: dict[str, float]) -> Any:
         """The encoding table of summed statistics, sorted by its keys (nulls last): the
         fitted table is the same whatever order the engine grouped in (cuDF's is none)."""
         out = {k: stats[k] for k in keys}
-        for t in targets:
+        for t in means:
             n, s = stats[f"n_{t}"], stats[f"s_{t}"].fillna(0.0)
             denominator = (n + self.p_smooth).where(n + self.p_smooth > 0)
-            out[t] = ((s + self.p_smooth * self.means_[t]) / denominator).fillna(self.means_[t]).astype("float64")
-        table = backend_for(stats).frame_from_dict(out)
-        return (table.sort_values(keys, na_position="last") if len(table) > 1 else table).reset_index(drop=True)
+            out[t] = ((s + self.p_smooth * means[t]) / denominator).fillna(means[t]).astype("float64")
+        return _sorted(backend_for(stats).frame_from_dict(out), keys)
+
+    # ------------------------------------------------------- NVTabular's files
+    @property
+    def stats(self) -> dict[str, str]:
+        """NVTabular's fitted ``stats``: per statistics table, the path of its
+        ``cat_stats.<name>.parquet`` file, which NVTabular scripts read with
+        ``pd.read_parquet``. Empty before fitting, as NVTabular's was.
+
+        Tables are named as NVTabular named them: per key column or group (``"a"``,
+        ``"a_b"``) the full-data statistics, and with ``kfold > 1`` also ``"__fold___a"``,
+        the statistics of each fold (columns ``__fold__`` and the keys). Each file has the
+        key columns, ``<name>_count`` (rows of the key) and ``<name>_<target>_sum`` per
+        target. With ``out_path`` the files are the ones written there while fitting;
+        without it they are written on first use under a private temporary directory, once
+        per fit, and removed with the op (or when Python exits).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import tabflow as nvt
+        >>> from tabflow import ops
+        >>> op = ops.TargetEncoding("y", kfold=2)
+        >>> _ = nvt.Workflow(["c"] >> op).fit(pd.DataFrame({"c": ["a", "b", "a", "a"], "y": [1.0, 0.0, 1.0, 0.0]}))
+        >>> sorted(op.stats)
+        ['__fold___c', 'c']
+        >>> pd.read_parquet(op.stats["c"])
+           c  c_count  c_y_sum
+        0  a        3      2.0
+        1  b        1      0.0
+        """
+        if not self.fitted:
+            return {}
+        if not hasattr(self, "statistics_"):
+            raise AttributeError(
+                "this TargetEncoding was fitted by a tabflow that kept no statistics tables (a workflow saved by "
+                "an earlier release): fit the workflow again to read its statistics files"
+            )
+        tables = self.__dict__.setdefault("_stats_files", {})
+        if not tables:
+            names = self._table_names(self.statistics_, self.fold_statistics_)
+            if self.out_path is not None:
+                tables.update({name: _vocab_files.stats_path(self.out_path, name) for name in names})
+            else:
+                directory = tempfile.mkdtemp(prefix="tabflow-target-encoding-")
+                weakref.finalize(self, shutil.rmtree, directory, True)
+                targets = list(self.means_)
+                tables.update(_vocab_files.write_statistics(directory, self._nvtabular_tables(self.statistics_, self.fold_statistics_, targets)))
+        return dict(tables)
+
+    def _table_names(self, statistics: dict[str, Any], fold_statistics: dict[str, Any]) -> list[str]:
+        return [*statistics, *(self.name_sep.join([FOLD, name]) for name in fold_statistics)]
+
+    def _nvtabular_tables(self, statistics: dict[str, Any], fold_statistics: dict[str, Any], targets: list[str]) -> dict[str, Any]:
+        """The statistics as NVTabular laid out its files, as pandas frames."""
+        names = self._table_names(statistics, fold_statistics)
+        tables = [*statistics.values(), *fold_statistics.values()]
+        out = {}
+        for name, table in zip(names, tables):
+            table = backend_for(table).to_host(table)
+            host = backend_for(table)
+            keys = [c for c in table.columns if c not in {ROWS, *(f"{p}_{t}" for t in targets for p in "ns")}]
+            if FOLD in keys:  # NVTabular's fold tables start with the fold
+                keys = [FOLD, *(k for k in keys if k != FOLD)]
+            columns = {k: table[k] for k in keys}
+            columns[self.name_sep.join([name, "count"])] = host.astype(table[ROWS], "int64")
+            for t in targets:
+                columns[self.name_sep.join([name, t, "sum"])] = host.astype(table[f"s_{t}"], "float64")
+            out[name] = host.frame_from_dict(columns)
+        return out
 
     # --------------------------------------------------------------- transform
     def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
@@ -266,6 +358,10 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             out[FOLD] = backend.series(folds if folds is not None else np.full(len(df), -1, np.int64), index=df.index)
         return backend.frame_from_dict(out, index=df.index)
 
+    def clear(self) -> None:
+        super().clear()
+        self._stats_files = {}
+
     @staticmethod
     def _carried_tags(input_schema: Schema, target: str) -> list[Any]:
         """The target's own tags, which NVTabular gives its encodings; tabflow's standard tags
@@ -289,3 +385,9 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
         if self._keeps_folds:
             columns.append(ColumnSchema(FOLD, dtype="int64"))
         return Schema(columns)
+
+
+def _sorted(table: Any, keys: list[str]) -> Any:
+    """``table`` sorted by ``keys`` (nulls last): fitted tables never follow the order the
+    engine grouped in (cuDF's is none)."""
+    return (table.sort_values(keys, na_position="last") if len(table) > 1 else table).reset_index(drop=True)

@@ -25,7 +25,7 @@ Examples
 >>> gen = data_gen.DatasetGen(data_gen.UniformDistro(), seed=0, cpu=True)
 >>> df = gen.create_df(1000, cols, entries=True)
 >>> df.dtypes.astype(str).tolist()
-['float32', 'string', 'int64']
+['float32', 'str', 'int64']
 >>> df["item"].nunique(), sorted(df["click"].unique().tolist())
 (20, [0, 1])
 >>> bool(df["price"].between(1, 10).all())
@@ -258,7 +258,7 @@ class DatasetGen:
         >>> gen = DatasetGen(UniformDistro(), cpu=True)
         >>> names, offsets = gen.merge_cats_encoding(pd.Series([2, 0, None, 7]), ["a", "b", "c"])
         >>> names.tolist(), offsets
-        (['c', 'a', <NA>, <NA>], None)
+        (['c', 'a', nan, nan], None)
         """
         backend = backend_for(ser)
         offsets = None

@@ -326,9 +326,11 @@ def test_target_encoding_accepts_its_full_nvtabular_arguments(tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         op = ops.TargetEncoding("y", kfold=None, out_path=str(tmp_path), split_out=2, split_every=4)
-    assert sorted(str(w.message).split("(")[1].split("=")[0] for w in caught) == ["out_path", "split_every", "split_out"]
+    assert sorted(str(w.message).split("(")[1].split("=")[0] for w in caught) == ["split_every", "split_out"]
     out = nvt.Workflow(["c"] >> op).fit_transform(_frame())
     assert list(out.columns) == ["TE_c_y"] and op._kfold == 3
+    # out_path holds NVTabular's statistics files (full data and per fold).
+    assert sorted(p.name for p in (tmp_path / "categories").iterdir()) == ["cat_stats.__fold___c.parquet", "cat_stats.c.parquet"]
 
 
 def test_join_groupby_accepts_split_arguments():

@@ -18,7 +18,7 @@ INERT = {
         "split_out": 2, "split_every": 4, "tree_width": 8, "cat_cache": "device", "out_path": "/tmp/stats", "on_host": False,
     },
     ops.TargetEncoding: {
-        "split_out": 2, "split_every": 4, "cat_cache": "device", "out_path": "/tmp/stats", "on_host": False, "tree_width": 8,
+        "split_out": 2, "split_every": 4, "cat_cache": "device", "on_host": False, "tree_width": 8,
     },
     ops.JoinExternal: {"cache": "device"},
     ops.TagAsUserID: {"tags": ["user"]},

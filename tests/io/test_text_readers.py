@@ -28,7 +28,8 @@ from tabflow.io.readers import (
 )
 
 PANDAS = get_backend("pandas")
-STRING = pd.StringDtype("pyarrow")
+# pandas' own text dtype (``str`` on pandas 3), what tabflow reads strings as.
+STRING = pd.Series(["x"]).dtype if isinstance(pd.Series(["x"]).dtype, pd.StringDtype) else pd.StringDtype("pyarrow")
 
 
 def _engine_dtypes(canonical):
@@ -37,7 +38,7 @@ def _engine_dtypes(canonical):
 
 def _inferred_dtypes(path, **options):
     """The documented CSV dtypes: pandas' inference on the first 10 rows, integers and
-    booleans as their nullable dtypes, text as the Arrow string dtype."""
+    booleans as their nullable dtypes, text as pandas' own text dtype."""
     head = pd.read_csv(path, nrows=10, **options)
     nullable = {"int64": "Int64", "bool": "boolean", "uint64": "UInt64"}
     return {

@@ -12,6 +12,9 @@ import tabflow as nvt
 from tabflow import ops
 from tabflow.testing import assert_frame_equal
 
+# pandas' own text dtype (``str`` on pandas 3), what tabflow holds strings as.
+STRING = pd.Series(["x"]).dtype if isinstance(pd.Series(["x"]).dtype, pd.StringDtype) else pd.StringDtype("pyarrow")
+
 
 @pytest.fixture
 def frame(rng):
@@ -26,7 +29,7 @@ def frame(rng):
     return pd.DataFrame(
         {
             "x": x,
-            "s": pd.array(s, dtype="string"),
+            "s": pd.array(s, dtype=STRING),
             "l": pd.Series(pd.arrays.ArrowExtensionArray(pa.array(rows, pa.list_(pa.int64())))),
         }
     )

@@ -12,6 +12,9 @@ from tabflow import ops
 from tabflow.serialize import UntrustedCodeError
 from tabflow.testing import assert_frame_equal
 
+# pandas' own text dtype (``str`` on pandas 3), what tabflow holds strings as.
+STRING = pd.Series(["x"]).dtype if isinstance(pd.Series(["x"]).dtype, pd.StringDtype) else pd.StringDtype("pyarrow")
+
 
 @nvt.register_function
 def positive_price(df):
@@ -32,7 +35,7 @@ def frame(rng):
     n = 100
     price = rng.normal(2, 4, n)
     price[[3, 4]] = np.nan
-    return pd.DataFrame({"price": price, "item": pd.array(rng.choice(["a", "b", "c"], n), dtype="string")})
+    return pd.DataFrame({"price": price, "item": pd.array(rng.choice(["a", "b", "c"], n), dtype=STRING)})
 
 
 def test_mask_function(frame, engine, to_engine):

@@ -147,8 +147,79 @@ def test_nvtabular_names_of_the_fitted_state(train):
     assert op.means == {} and op.stats == {}
     nvt.Workflow(["cat"] >> op).fit(train)
     assert op.means == {"click": pytest.approx(train["click"].mean())}
-    table = op.stats["cat"].set_index("cat")["click"]
-    assert table["a"] == pytest.approx(train.loc[train["cat"] == "a", "click"].mean())
+    assert list(op.stats) == ["cat"]  # no folds, no fold statistics
+    table = pd.read_parquet(op.stats["cat"]).set_index("cat")
+    assert table.loc["a", "cat_click_sum"] / table.loc["a", "cat_count"] == pytest.approx(
+        train.loc[train["cat"] == "a", "click"].mean()
+    )
+
+
+def _statistics_reference(frame, keys, targets, name):
+    """NVTabular's statistics file of ``keys`` from plain pandas: rows and target sums per key."""
+    grouped = frame.groupby(keys, dropna=False)
+    table = grouped.size().rename(f"{name}_count").to_frame()
+    for target in targets:
+        table[f"{name}_{target}_sum"] = grouped[target].sum()
+    return table.reset_index().sort_values(keys, na_position="last").reset_index(drop=True)
+
+
+def _read_statistics(path, keys):
+    table = pd.read_parquet(path)
+    return table.sort_values(keys, na_position="last").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("kfold", [1, 3])
+@pytest.mark.parametrize("fold_seed", [None, 7])
+def test_statistics_files_as_nvtabular_writes_them(train, tmp_path, kfold, fold_seed):
+    valid = train.iloc[:50].copy()
+    valid.loc[valid.index[:5], "cat"] = "never-seen"
+    op = ops.TargetEncoding(["click", "spend"], kfold=kfold, fold_seed=fold_seed, out_path=str(tmp_path), drop_folds=False)
+    wf = nvt.Workflow(["cat", ["cat", "shop"]] >> op)
+    ds = nvt.Dataset(train, npartitions=4)
+    out = wf.fit(ds).transform(ds).compute()
+    groups = {"cat": ["cat"], "cat_shop": ["cat", "shop"]}
+    names = [*groups, *(f"__fold___{name}" for name in groups)] if kfold > 1 else list(groups)
+    assert op.stats == {name: str(tmp_path / "categories" / f"cat_stats.{name}.parquet") for name in names}
+    assert sorted(p.name for p in (tmp_path / "categories").iterdir()) == sorted(f"cat_stats.{n}.parquet" for n in names)
+    for name, keys in groups.items():
+        expected = _statistics_reference(train, keys, ["click", "spend"], name)
+        assert_frame_equal(_read_statistics(op.stats[name], keys), expected, check_dtype=False)
+        if kfold > 1:
+            # The fold of each training row is the ``__fold__`` the transform gives it.
+            folded = train.assign(__fold__=out["__fold__"].to_numpy())
+            fold_keys = ["__fold__", *keys]
+            expected = _statistics_reference(folded, fold_keys, ["click", "spend"], f"__fold___{name}")
+            got = _read_statistics(op.stats[f"__fold___{name}"], fold_keys)
+            assert list(got.columns) == list(expected.columns)
+            assert_frame_equal(got, expected, check_dtype=False)
+    # Unseen values are in no file and get the prior.
+    assert "never-seen" not in set(pd.read_parquet(op.stats["cat"])["cat"].dropna())
+    encoded = wf.transform(valid)
+    np.testing.assert_allclose(encoded["TE_cat_click"].iloc[:5], train["click"].mean(), rtol=1e-6)
+
+
+def test_statistics_files_without_out_path_are_private(train, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    op = ops.TargetEncoding("click", kfold=2)
+    nvt.Workflow(["cat"] >> op).fit(nvt.Dataset(train, npartitions=3))
+    assert list(tmp_path.iterdir()) == []  # nothing where NVTabular wrote (./categories)
+    paths = op.stats
+    assert sorted(paths) == ["__fold___cat", "cat"] and op.stats == paths  # written once per fit
+    expected = _statistics_reference(train, ["cat"], ["click"], "cat")
+    assert_frame_equal(_read_statistics(paths["cat"], ["cat"]), expected, check_dtype=False)
+    folds = pd.read_parquet(paths["__fold___cat"])
+    assert folds.groupby("cat", dropna=False)["__fold___cat_count"].sum().sum() == len(train)
+
+
+def test_statistics_files_survive_save_and_load(train, tmp_path):
+    wf = nvt.Workflow(["cat"] >> ops.TargetEncoding("click", kfold=3, fold_seed=5))
+    wf.fit(nvt.Dataset(train, npartitions=2))
+    before = {name: pd.read_parquet(path) for name, path in wf.ops[0].stats.items()}
+    wf.save(str(tmp_path / "wf"))
+    loaded = nvt.Workflow.load(str(tmp_path / "wf")).ops[0]
+    assert sorted(loaded.stats) == sorted(before)
+    for name, table in before.items():
+        assert_frame_equal(pd.read_parquet(loaded.stats[name]), table)
 
 
 def test_full_nvtabular_signature_in_order(train, tmp_path):
@@ -160,7 +231,8 @@ def test_full_nvtabular_signature_in_order(train, tmp_path):
     assert op.get_params() == dict(zip(names, args))
     out = nvt.Workflow(["cat"] >> op).fit_transform(train)
     assert_frame_equal(out, nvt.Workflow(["cat"] >> ops.TargetEncoding("click")).fit_transform(train))
-    assert list(tmp_path.iterdir()) == []  # statistics stay with the workflow
+    # out_path holds the statistics files, as NVTabular's did.
+    assert sorted(p.name for p in (tmp_path / "categories").iterdir()) == ["cat_stats.__fold___cat.parquet", "cat_stats.cat.parquet"]
 
 
 def test_fold_column_only_with_folds_as_nvtabular(train):
@@ -189,3 +261,12 @@ def test_encodings_carry_the_targets_own_tags(train):
     fitted = nvt.Workflow(["cat"] >> ops.TargetEncoding("click")).fit(train)
     assert fitted.output_schema["TE_cat_click"].tags == {Tags.CONTINUOUS}
     assert str(fitted.transform(train)["TE_cat_click"].dtype) == fitted.output_schema["TE_cat_click"].dtype == "float32"
+
+
+def test_a_failed_statistics_write_leaves_the_op_unfitted(train, tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    op = ops.TargetEncoding("click", kfold=2, out_path=str(blocked))
+    with pytest.raises(OSError):
+        nvt.Workflow(["cat"] >> op).fit(train)
+    assert not op.fitted and op.stats == {} and not hasattr(op, "means_")

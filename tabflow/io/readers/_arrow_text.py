@@ -31,7 +31,7 @@ Examples
 >>> _ = path.write_text('id,name,n\\n1,"a, b",2.5\\n2,,\\n')
 >>> frame = read_csv([str(path)], ReadOptions(cpu=True)).ddf.compute()
 >>> frame.dtypes.astype(str).tolist(), frame["name"].tolist()
-(['Int64', 'string', 'float64'], ['a, b', <NA>])
+(['Int64', 'str', 'float64'], ['a, b', nan])
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ import re
 import threading
 from typing import Any, Iterator, Mapping, Sequence
 
-import dask.dataframe as dd
 import pandas as pd
 
 from tabflow.backends import backend_for, get_backend
@@ -243,7 +242,7 @@ def read_text_ddf(
         backend.name, syntax, file_columns, planned, [n for n in hex_columns if n in planned], storage_options,
         check_header=names is None,
     )
-    ddf = dd.from_map(reader, pieces, meta=backend.empty_frame(final), label="tabflow-read-text", enforce_metadata=False)
+    ddf = backend.from_map_ddf(reader, pieces, backend.empty_frame(final), "tabflow-read-text")
     return ddf, (reader, pieces)
 
 

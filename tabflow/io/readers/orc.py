@@ -16,8 +16,6 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-import dask.dataframe as dd
-
 from tabflow.backends import get_backend
 from tabflow.io.fs import filesystem, is_remote, open_file
 from tabflow.io.readers._shared import (
@@ -114,9 +112,8 @@ def read_orc_ddf(
     # planned as nullable so that every partition agrees.
     planned = {name: arrow_canonical_dtype(plan.types[name], True) for name in reference or []}
     planned.update(dtypes or {})
-    ddf = dd.from_map(
-        OrcPartReader(backend.name, planned, storage_options), pieces, meta=backend.empty_frame(planned),
-        label="tabflow-read-orc", enforce_metadata=False,
+    ddf = backend.from_map_ddf(
+        OrcPartReader(backend.name, planned, storage_options), pieces, backend.empty_frame(planned), "tabflow-read-orc"
     )
     return ddf, num_rows
 

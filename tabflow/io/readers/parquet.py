@@ -22,8 +22,6 @@ from __future__ import annotations
 import functools
 from typing import Any, Mapping, Sequence
 
-import dask.dataframe as dd
-
 from tabflow.backends import get_backend
 from tabflow.backends.kernels import open_parquet
 from tabflow.io.fs import is_remote, open_file
@@ -439,7 +437,5 @@ def read_parquet_ddf(
     reader = ParquetPartReader(
         backend.name, planned, columns=list(planned), storage_options=storage_options, filters=filters, hive=hive
     )
-    ddf = dd.from_map(
-        reader, pieces, meta=backend.empty_frame(planned), label="tabflow-read-parquet", enforce_metadata=False
-    )
+    ddf = backend.from_map_ddf(reader, pieces, backend.empty_frame(planned), "tabflow-read-parquet")
     return ddf, piece_rows, (reader, pieces)

@@ -338,8 +338,9 @@ class Dataset:
         ddf = self._ddf
         if columns:
             columns = [columns] if isinstance(columns, str) else list(columns)
-        reader, pieces = self._direct if self._direct is not None else (None, None)
-        if dictionary_strings and reader is not None and hasattr(reader, "with_dictionary_strings"):  # parquet files
+        direct = self._direct
+        if dictionary_strings and direct is not None and hasattr(direct[0], "with_dictionary_strings"):  # parquet files
+            reader, pieces = direct
             reader = (reader.with_columns(columns) if columns else reader).with_dictionary_strings(dictionary_strings)
             backend = get_backend(self.engine)
             ddf = backend.from_map_ddf(reader, pieces, backend.empty_frame(reader.dtypes), "tabflow-read-parquet")

@@ -109,7 +109,8 @@ class Categorify(SchemaFromColumns, StatOperator):
     split_every : int or dict, default 8
         Fan-in of the merge of per-partition value counts: at most this many count
         tables are summed in one group-by (2 gives pairwise merges, the least memory per
-        step). The workflow's task tree hands over at most 8 partials per task, so values
+        step). The workflow folds the partitions' counts into one running total, each step
+        handing over at most 8 tables (the total and the next partitions' counts), so values
         above 8 act as 8.
     start_index : int, default 0
         Accepted for compatibility; the convention above is fixed, so only 0 is valid (anything

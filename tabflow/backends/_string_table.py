@@ -24,6 +24,8 @@ Examples
 
 from __future__ import annotations
 
+import heapq
+
 import numba
 import numpy as np
 
@@ -389,8 +391,17 @@ def merge_sorted_counts(
     (b'abc', [0, 1, 2, 3], [1, 5, 3])
     """
     runs = [(*_buffers(data, offsets, np.zeros(0, np.bool_))[:2], np.ascontiguousarray(counts, dtype=np.int64)) for data, offsets, counts in runs]
-    # Pairwise rounds: each string is copied once per round, log2(len(runs)) times in all.
-    while len(runs) > 1:
-        merged = [_merge_runs(*runs[i], *runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
-        runs = merged + ([runs[-1]] if len(runs) % 2 else [])
-    return runs[0]
+    # The two shortest runs merge first (each merge copies both runs' strings): a large run,
+    # such as the running total of a fit with a few partitions' counts, is then copied once,
+    # where pairwise rounds copied it once per round.
+    heap = [(len(run[2]), k, run) for k, run in enumerate(runs)]
+    heapq.heapify(heap)
+    order = len(heap)
+    while len(heap) > 1:
+        _, _, a = heapq.heappop(heap)
+        _, _, b = heapq.heappop(heap)
+        merged = _merge_runs(*a, *b)
+        del a, b
+        heapq.heappush(heap, (len(merged[2]), order, merged))
+        order += 1
+    return heap[0][2]

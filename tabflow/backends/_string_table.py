@@ -24,6 +24,8 @@ Examples
 
 from __future__ import annotations
 
+import heapq
+
 import numba
 import numpy as np
 
@@ -32,8 +34,9 @@ from tabflow.backends._hashing import _xxh64
 __all__ = ["StringTable", "byte_order", "is_sorted_unique", "merge_sorted_counts"]
 
 _SEED = np.uint64(0)
-# Entries are numbered in 32 bits of a slot.
-_MAX_ENTRIES = 2**32 - 1
+# A slot's place is chosen among the slots by 32 bits of the hash (see _home), so a table has
+# fewer than 2**32 slots, and so fewer than 0.7 * 2**32 entries (see _capacity_for).
+_MAX_ENTRIES = 3_000_000_000
 
 
 @numba.njit(inline="always", cache=True)
@@ -46,12 +49,20 @@ def _same_bytes(data_a, start_a, len_a, data_b, start_b, len_b):
     return True
 
 
+# At most 70% of the slots are filled. Slots are 8 bytes: about 11.4 bytes of table per
+# string, where a power-of-two size at most half full took 16 to 32 (as much as the
+# vocabulary's own strings); linear probing at this load still finds most strings in the
+# first or second slot, which share a cache line.
 @numba.njit(cache=True, nogil=True)
 def _capacity_for(n):
-    capacity = 16
-    while capacity < 2 * n:
-        capacity *= 2
-    return capacity
+    return max(16, n * 10 // 7 + 1)
+
+
+@numba.njit(inline="always", cache=True)
+def _home(h, capacity):
+    # The slot a probe starts at: the lower 32 bits of the hash scaled to the table's size
+    # (a multiply and a shift, for a size that need not be a power of two).
+    return ((h & np.uint64(0xFFFFFFFF)) * capacity) >> np.uint64(32)
 
 
 # A slot packs the upper 32 bits of the string's hash (a tag) with its entry number plus one
@@ -73,10 +84,10 @@ def _entry(slot_value):
 
 
 @numba.njit(inline="always", cache=True)
-def _probe(slots, mask, h, table_data, table_offsets, data, start, length):
+def _probe(slots, capacity, h, table_data, table_offsets, data, start, length):
     # (slot, entry) of the string data[start:start + length]: the slot holding it, or the
     # empty slot where it would go with entry -1. Entry e is the table's row e.
-    slot = h & mask
+    slot = _home(h, capacity)
     while True:
         value = slots[slot]
         if value == 0:
@@ -86,7 +97,9 @@ def _probe(slots, mask, h, table_data, table_offsets, data, start, length):
             row_start = table_offsets[entry]
             if _same_bytes(table_data, row_start, table_offsets[entry + 1] - row_start, data, start, length):
                 return slot, entry
-        slot = (slot + np.uint64(1)) & mask
+        slot += np.uint64(1)
+        if slot == capacity:
+            slot = np.uint64(0)
 
 
 @numba.njit(inline="always", cache=True)
@@ -109,13 +122,13 @@ def _block_buffers():
 
 
 @numba.njit(inline="always", cache=True)
-def _read_block(slots, mask, data, offsets, base, hashes, first_slots):
+def _read_block(slots, capacity, data, offsets, base, hashes, first_slots):
     # Hashes of the block's strings, then the slot each one's probe starts at; the block size.
     size = min(_BLOCK, offsets.shape[0] - 1 - base)
     for j in range(size):
         hashes[j] = _string_at(data, offsets, base + j)[2]
     for j in range(size):
-        first_slots[j] = slots[hashes[j] & mask]
+        first_slots[j] = slots[_home(hashes[j], capacity)]
     return size
 
 
@@ -125,22 +138,22 @@ def _build(data, offsets, valid):
     # (see _positions): the block's first slots are read together, and a slot still empty
     # when its row's turn comes takes the row without a probe.
     n = offsets.shape[0] - 1
-    capacity = _capacity_for(n)
-    mask = np.uint64(capacity - 1)
-    slots = np.zeros(capacity, dtype=np.uint64)
+    slots = np.zeros(_capacity_for(n), dtype=np.uint64)
+    capacity = np.uint64(slots.shape[0])
     hashes, first_slots = _block_buffers()
     for base in range(0, n, _BLOCK):
-        size = _read_block(slots, mask, data, offsets, base, hashes, first_slots)
+        size = _read_block(slots, capacity, data, offsets, base, hashes, first_slots)
         for j in range(size):
             i = base + j
             if not valid[i]:
                 continue
             h = hashes[j]
-            if first_slots[j] == 0 and slots[h & mask] == 0:  # empty then, and still empty now
-                slots[h & mask] = _slot_value(h, i)
+            home = _home(h, capacity)
+            if first_slots[j] == 0 and slots[home] == 0:  # empty then, and still empty now
+                slots[home] = _slot_value(h, i)
                 continue
             start = offsets[i]
-            slot, entry = _probe(slots, mask, h, data, offsets, data, start, offsets[i + 1] - start)
+            slot, entry = _probe(slots, capacity, h, data, offsets, data, start, offsets[i + 1] - start)
             if entry < 0:
                 slots[slot] = _slot_value(h, i)
     return slots
@@ -149,12 +162,12 @@ def _build(data, offsets, valid):
 @numba.njit(cache=True, nogil=True)
 def _positions(slots, table_data, table_offsets, data, offsets, valid):
     n = offsets.shape[0] - 1
-    mask = np.uint64(slots.shape[0] - 1)
+    capacity = np.uint64(slots.shape[0])
     out = np.full(n, -1, dtype=np.int64)
     hashes, first_slots = _block_buffers()
     row_starts = np.empty(_BLOCK, dtype=np.int64)
     for base in range(0, n, _BLOCK):
-        size = _read_block(slots, mask, data, offsets, base, hashes, first_slots)
+        size = _read_block(slots, capacity, data, offsets, base, hashes, first_slots)
         for j in range(size):
             value = first_slots[j]
             row_starts[j] = table_offsets[_entry(value)] if value != 0 and _same_tag(value, hashes[j]) else -1
@@ -171,7 +184,7 @@ def _positions(slots, table_data, table_offsets, data, offsets, valid):
                     out[i] = entry
                     continue
             # Not in its first slot (a collision): the usual probe from there.
-            out[i] = _probe(slots, mask, hashes[j], table_data, table_offsets, data, start, length)[1]
+            out[i] = _probe(slots, capacity, hashes[j], table_data, table_offsets, data, start, length)[1]
     return out
 
 
@@ -378,8 +391,17 @@ def merge_sorted_counts(
     (b'abc', [0, 1, 2, 3], [1, 5, 3])
     """
     runs = [(*_buffers(data, offsets, np.zeros(0, np.bool_))[:2], np.ascontiguousarray(counts, dtype=np.int64)) for data, offsets, counts in runs]
-    # Pairwise rounds: each string is copied once per round, log2(len(runs)) times in all.
-    while len(runs) > 1:
-        merged = [_merge_runs(*runs[i], *runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
-        runs = merged + ([runs[-1]] if len(runs) % 2 else [])
-    return runs[0]
+    # The two shortest runs merge first (each merge copies both runs' strings): a large run,
+    # such as the running total of a fit with a few partitions' counts, is then copied once,
+    # where pairwise rounds copied it once per round.
+    heap = [(len(run[2]), k, run) for k, run in enumerate(runs)]
+    heapq.heapify(heap)
+    order = len(heap)
+    while len(heap) > 1:
+        _, _, a = heapq.heappop(heap)
+        _, _, b = heapq.heappop(heap)
+        merged = _merge_runs(*a, *b)
+        del a, b
+        heapq.heappush(heap, (len(merged[2]), order, merged))
+        order += 1
+    return heap[0][2]

@@ -173,17 +173,47 @@ def map_node_inputs(ddf: Any, runner: GraphRunner, meta: Any) -> Any:
 
 def fit_partials(ddf: Any, runner: GraphRunner, split_every: int) -> Any:
     """One delayed value: the targets' statistics over ``ddf``, as a tree of ``fit_partition``
-    per partition then ``combine_partials`` ``split_every`` at a time (None: no partitions)."""
+    per partition then ``combine_partials`` ``split_every`` at a time (None: no partitions).
+
+    A target whose op sets ``exact_combine`` folds its partials into one running total
+    instead, ``split_every - 1`` new partials per step: the partials' tree would hold one
+    merged result per group of partitions until the last merge, a memory that grows with the
+    number of partitions, where a running total holds one. The other targets keep the tree,
+    whose grouping (and so the rounding of their floating-point merges) stays as it was.
+    """
     delayed_runner = _delayed(runner, "fit-graph")
     partials = [dask.delayed(_fit_partition, pure=False)(delayed_runner, part) for part in ddf.to_delayed()]
     if not partials:
         return None
+    folded = [bool(getattr(node.op, "exact_combine", False)) for node in runner.targets]
+    if not any(folded):
+        return _combine_tree(partials, split_every, lambda *group: dask.delayed(_combine_partials, pure=False)(delayed_runner, *group))
+    results = []
+    for i, fold in enumerate(folded):
+        combine = _target_combiner(delayed_runner, i)
+        target_partials = [partial[i] for partial in partials]
+        results.append(_combine_fold(target_partials, split_every, combine) if fold else _combine_tree(target_partials, split_every, combine))
+    return dask.delayed(list, pure=False)(results)
+
+
+def _target_combiner(delayed_runner: Any, target: int) -> Any:
+    return lambda *group: dask.delayed(_combine_target, pure=False)(delayed_runner, target, *group)
+
+
+def _combine_tree(partials: list[Any], split_every: int, combine: Any) -> Any:
     while len(partials) > 1:
-        partials = [
-            dask.delayed(_combine_partials, pure=False)(delayed_runner, *partials[i : i + split_every])
-            for i in range(0, len(partials), split_every)
-        ]
+        partials = [combine(*partials[i : i + split_every]) for i in range(0, len(partials), split_every)]
     return partials[0]
+
+
+def _combine_fold(partials: list[Any], split_every: int, combine: Any) -> Any:
+    if len(partials) == 1:
+        return partials[0]
+    total = combine(*partials[:split_every])
+    step = max(split_every - 1, 1)
+    for start in range(split_every, len(partials), step):
+        total = combine(total, *partials[start : start + step])
+    return total
 
 
 def _transform_partition(frame: Frame, runner: GraphRunner) -> Frame:
@@ -201,3 +231,7 @@ def _fit_partition(runner: GraphRunner, frame: Frame) -> list[Any]:
 
 def _combine_partials(runner: GraphRunner, *partials: list[Any]) -> list[Any]:
     return [node.op.combine_partials([p[i] for p in partials]) for i, node in enumerate(runner.targets)]
+
+
+def _combine_target(runner: GraphRunner, target: int, *partials: Any) -> Any:
+    return runner.targets[target].op.combine_partials(list(partials))

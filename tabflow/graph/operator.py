@@ -635,7 +635,9 @@ class StatOperator(Operator):
 
     Subclasses implement :meth:`fit_partition` (per partition, returns a small partial
     result), :meth:`combine_partials` (merges partials; must be associative, it runs as a
-    tree) and :meth:`fit_finalize` (sets attributes ending in ``_``). NVTabular-style
+    tree) and :meth:`fit_finalize` (sets attributes ending in ``_``). An op whose merge gives
+    the same result in any grouping and order (integer counts, not floating-point sums) sets
+    :attr:`exact_combine`, and the workflow then folds its partials into a running total. NVTabular-style
     subclasses that override ``fit(col_selector, ddf)`` instead (returning dask objects) are
     fitted by :mod:`tabflow.compat.legacy_fit`.
 
@@ -656,6 +658,12 @@ class StatOperator(Operator):
     >>> nvt.Workflow(["x"] >> Center()).fit_transform(pd.DataFrame({"x": [1.0, 3.0]}))["x"].tolist()
     [-1.0, 1.0]
     """
+
+    #: Whether :meth:`combine_partials` gives the same result in any grouping and order. Then
+    #: the workflow merges each step's partials into one running total (the previous step's
+    #: result is one of the partials) rather than as a tree, whose groups' results would all
+    #: be held until the last merge: the fit's memory stays flat in the number of partitions.
+    exact_combine: bool = False
 
     def fit_partition(self, col_selector: ColumnSelector, df: Frame) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement fit_partition or fit")

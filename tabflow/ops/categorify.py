@@ -99,7 +99,8 @@ class Categorify(SchemaFromColumns, StatOperator):
     split_every : int or dict, default 8
         Fan-in of the merge of per-partition value counts: at most this many count
         tables are summed in one group-by (2 gives pairwise merges, the least memory per
-        step). The workflow's task tree hands over at most 8 partials per task, so values
+        step). The workflow folds the partitions' counts into one running total, each step
+        handing over at most 8 tables (the total and the next partitions' counts), so values
         above 8 act as 8.
     start_index : int, default 0
         Accepted for compatibility; the convention above is fixed, so only 0 is valid (anything
@@ -446,14 +447,22 @@ class Categorify(SchemaFromColumns, StatOperator):
             partial[unit.key] = {"unit": unit, "counts": counts}
         return partial
 
+    #: Value counts add up exactly: the workflow folds the partials into a running total.
+    exact_combine = True
+
     def combine_partials(self, partials: list[dict[str, Any]]) -> dict[str, Any]:
+        # Each vocabulary's counts leave the partials (which only this merge reads) as they
+        # are merged: the running total's counts and the new total's are then held at once
+        # for one vocabulary, not for all of them.
         merged = {}
-        for key, first in partials[0].items():
+        for key in list(partials[0]):
+            unit = partials[0][key]["unit"]
+            parts = [p.pop(key)["counts"] for p in partials]
             counts = None
-            if first["counts"] is not None:
-                fan_in = _vocab.per_column(self.split_every, first["unit"], 8)
-                counts = _vocab.merge_counts([p[key]["counts"] for p in partials], fan_in)
-            merged[key] = {"unit": first["unit"], "counts": counts}
+            if parts[0] is not None:  # None: a user vocabulary, nothing counted
+                counts = _vocab.merge_counts(parts, _vocab.per_column(self.split_every, unit, 8))
+            del parts
+            merged[key] = {"unit": unit, "counts": counts}
         return merged
 
     def fit_finalize(self, partial: dict[str, Any]) -> None:

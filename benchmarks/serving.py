@@ -164,7 +164,7 @@ def make_requests(workflow: Any, options: argparse.Namespace) -> tuple[list[dict
 
     frame = generate_criteo(options.requests, seed=options.seed + 1)[workflow.input_schema.column_names]
     # As a JSON body gives them: str, int, None for a missing value.
-    dicts = [{name: None if value is pd.NA else value for name, value in row.items()} for row in frame.to_dict("records")]
+    dicts = [{name: None if pd.isna(value) else value for name, value in row.items()} for row in frame.to_dict("records")]
     frames = [frame.iloc[[i]].reset_index(drop=True) for i in range(len(frame))]
     return dicts, frames, [pd.DataFrame([body]) for body in dicts]
 

@@ -233,6 +233,8 @@ class DaskExecutor:
                 "(or transform with capture_dtypes=True), or pass output_dtypes"
             )
         meta = get_backend(collection_engine(ddf)).empty_frame({n: dtypes[n] for n in [*names, *extra]})
+        if extra:  # passed through untouched: described by the input's own dtypes
+            meta = meta.astype({c: ddf.dtypes[c] for c in extra})
         executor = _PartitionExecutor(nodes, additional_columns, output_dtypes, strict)
         return ddf.map_partitions(executor, meta=meta, enforce_metadata=False)
 

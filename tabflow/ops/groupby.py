@@ -64,7 +64,7 @@ class Groupby(SchemaFromColumns, Operator):
     >>> df = pd.DataFrame({"s": [2, 1, 2, 1], "ts": [4, 3, 1, 2], "item": [10, 11, 12, 13]})
     >>> op = ops.Groupby(groupby_cols="s", sort_cols="ts", aggs={"item": ["list", "count"]})
     >>> out = nvt.Workflow(["s", "item"] >> op).fit_transform(df)
-    >>> [list(v) for v in out["item_list"]], out["item_count"].tolist()
+    >>> [v.tolist() for v in out["item_list"]], out["item_count"].tolist()
     ([[13, 11], [12, 10]], [2, 2])
     """
 

@@ -46,13 +46,13 @@ class ListSlice(Operator):
     >>> from tabflow import ops
     >>> items = pd.Series(pd.arrays.ArrowExtensionArray(pa.array([[1, 2, 3, 4], [5]])))
     >>> df = pd.DataFrame({"items": items})
-    >>> nvt.Workflow(["items"] >> ops.ListSlice(2)).fit_transform(df)["items"].tolist()
+    >>> nvt.Workflow(["items"] >> ops.ListSlice(2)).fit_transform(df)["items"].map(lambda row: row.tolist()).tolist()
     [[1, 2], [5]]
-    >>> nvt.Workflow(["items"] >> ops.ListSlice(-2)).fit_transform(df)["items"].tolist()
+    >>> nvt.Workflow(["items"] >> ops.ListSlice(-2)).fit_transform(df)["items"].map(lambda row: row.tolist()).tolist()
     [[3, 4], [5]]
-    >>> nvt.Workflow(["items"] >> ops.ListSlice(1, 3)).fit_transform(df)["items"].tolist()
+    >>> nvt.Workflow(["items"] >> ops.ListSlice(1, 3)).fit_transform(df)["items"].map(lambda row: row.tolist()).tolist()
     [[2, 3], []]
-    >>> nvt.Workflow(["items"] >> ops.ListSlice(3, pad=True)).fit_transform(df)["items"].tolist()
+    >>> nvt.Workflow(["items"] >> ops.ListSlice(3, pad=True)).fit_transform(df)["items"].map(lambda row: row.tolist()).tolist()
     [[1, 2, 3], [5, 0, 0]]
     """
 

@@ -34,7 +34,7 @@ class Padding(ListSlice):
     >>> from tabflow.loader.ops import Padding
     >>> items = pd.Series(pd.arrays.ArrowExtensionArray(pa.array([[1, 2, 3, 4], [5], []])))
     >>> out = nvt.Workflow(["items"] >> Padding(3, -1)).fit_transform(pd.DataFrame({"items": items}))
-    >>> out["items"].tolist()
+    >>> [row.tolist() for row in out["items"]]
     [[1, 2, 3], [5, -1, -1], [-1, -1, -1]]
     """
 

@@ -122,6 +122,7 @@ LAYERS = [
     ("foundation", ["tabflow.exceptions", "tabflow._json", "tabflow._files", "tabflow._install"]),
     ("schema", ["tabflow.schema", "tabflow.dtypes"]),
     ("backends", ["tabflow.backends"]),
+    ("table", ["tabflow.table"]),
     ("graph", ["tabflow.selector", "tabflow.graph", "tabflow.ops", "tabflow.serialize"]),
     ("data", ["tabflow.io", "tabflow.dataset", "tabflow.datasets"]),
     ("workflow", ["tabflow.workflow", "tabflow.viz", "tabflow.testing", "tabflow.utils", "tabflow.tools"]),

@@ -87,6 +87,10 @@ class DictBuilder:
         out: dict[str, Any] = {}
         for spec in self.columns:
             series = frame[spec.name]
+            if spec.dtype == "string":
+                # Strings have no tensor type: the array loader delivers them as a host array.
+                out[spec.name] = backend.to_numpy(series, dtype=object)
+                continue
             if not spec.is_list:
                 if allocate is None:
                     out[spec.name] = as_tensor(backend.column_values(series, spec.dtype, na_value=spec.na_value))

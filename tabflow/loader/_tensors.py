@@ -103,6 +103,8 @@ def cat_chunks(pieces: Sequence[Chunk], allocate: Allocate | None = None) -> dic
             offsets = torch.cat([columns[0].offsets[:1]] + [c.offsets[1:] + int(s) for c, s in zip(columns, shifts)])
             host = np.concatenate([columns[0].host_offsets[:1]] + [c.host_offsets[1:] + s for c, s in zip(columns, shifts)])
             out[name] = Ragged(torch.cat([c.values for c in columns]), offsets, host)
+        elif isinstance(first, np.ndarray):  # a host column of strings (the array loader's)
+            out[name] = np.concatenate(columns)
         else:
             rows = sum(int(c.shape[0]) for c in columns)
             out[name] = torch.cat(columns, out=_empty_rows(first, rows, allocate))
@@ -127,6 +129,9 @@ def take_rows(chunk: Chunk, positions: Any, allocate: Allocate | None = None) ->
     for name, column in chunk.items():
         if isinstance(column, Ragged):
             raise TypeError(f"take_rows: column {name!r} is ragged; take the rows of its frame before converting")
+        if isinstance(column, np.ndarray):
+            out[name] = column[np.asarray(positions, dtype=np.int64)]
+            continue
         if index is None:  # a chunk's tensors share one device
             index = _positions(positions, column.device, allocate)
         out[name] = torch.index_select(column, 0, index, out=_empty_rows(column, len(index), allocate))
@@ -176,7 +181,7 @@ def _tensors(chunk: Chunk):
         if isinstance(column, Ragged):
             yield column.values
             yield column.offsets
-        else:
+        elif not isinstance(column, np.ndarray):  # host string columns stay where they are
             yield column
 
 
@@ -200,7 +205,8 @@ def chunk_to_device(chunk: Chunk, device: torch.device) -> dict[str, Any]:
     if all(t.device == device for t in _tensors(chunk)):
         return dict(chunk)
     return {
-        name: Ragged(move(c.values), move(c.offsets), c.host_offsets) if isinstance(c, Ragged) else move(c)
+        name: Ragged(move(c.values), move(c.offsets), c.host_offsets) if isinstance(c, Ragged)
+        else c if isinstance(c, np.ndarray) else move(c)
         for name, c in chunk.items()
     }
 

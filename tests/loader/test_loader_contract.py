@@ -1,4 +1,4 @@
-"""The loader contract, run over both loaders: every row once per epoch (shuffled, chunked,
+"""The loader contract, run over every loader (the two PyTorch ones and the array loader): every row once per epoch (shuffled, chunked,
 split between ranks), resume mid-epoch equal to an uninterrupted run, an error in the
 reading threads raised in the consumer with its type, shutdown leaving no thread, and a new
 epoch after a ``break``.
@@ -21,6 +21,7 @@ from loader_data import CATS, CONTS, LABEL, NUM_ROWS, write_dataset
 
 import tabflow as nvt
 from tabflow.io.readers import DatasetReadError
+from tabflow.loader import array
 from tabflow.loader.torch import Loader, TorchAsyncItr
 
 
@@ -40,7 +41,20 @@ def _dict_ids(batch):
     return batch[0]["row_id"]
 
 
-LOADERS = {"TorchAsyncItr": (_tuple_loader, _tuple_ids), "Loader": (_dict_loader, _dict_ids)}
+def _array_loader(dataset, batch_size=1, **kwargs):
+    return array.Loader(dataset, batch_size, **kwargs)
+
+
+def _array_ids(batch):
+    assert type(batch[0]["row_id"]).__name__ == "ndarray"
+    return torch.from_numpy(batch[0]["row_id"])
+
+
+LOADERS = {
+    "TorchAsyncItr": (_tuple_loader, _tuple_ids),
+    "Loader": (_dict_loader, _dict_ids),
+    "array.Loader": (_array_loader, _array_ids),
+}
 
 
 @pytest.fixture(params=sorted(LOADERS))

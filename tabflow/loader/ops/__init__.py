@@ -10,6 +10,7 @@ Examples
 
 from __future__ import annotations
 
+from tabflow.loader.ops.embeddings import EmbeddingOperator
 from tabflow.loader.ops.padding import Padding
 
-__all__ = ["Padding"]
+__all__ = ["EmbeddingOperator", "Padding"]

@@ -26,13 +26,12 @@ Examples
 from __future__ import annotations
 
 import enum
-import importlib
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 
 from tabflow import dtypes as _dtypes
-from tabflow.backends import backend_for, get_backend
+from tabflow.backends import array_library, backend_for, get_backend
 from tabflow.backends.list_keys import list_column, offsets_key, values_key
 from tabflow.schema import Shape
 from tabflow.schema import dtypes as schema_dtypes
@@ -77,10 +76,7 @@ def _host(array: Any) -> np.ndarray:
 
 
 def _cupy() -> Any:
-    try:
-        return importlib.import_module("cupy")
-    except ImportError as error:
-        raise ImportError("moving NumPy columns to the GPU needs CuPy: pip install cupy-cuda12x") from error
+    return array_library("cudf")
 
 
 def _to_cpu(array: Any) -> Any:

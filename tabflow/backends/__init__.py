@@ -28,7 +28,7 @@ from tabflow._install import pip_install
 from tabflow.backends.protocol import Backend
 
 __all__ = [
-    "Backend", "backend_for", "collection_engine", "get_backend", "default_engine", "frame_library", "cuda_memory_info", "gpu_available",
+    "Backend", "backend_for", "collection_engine", "get_backend", "default_engine", "frame_library", "array_library", "cuda_memory_info", "gpu_available",
     "gpu_unavailable_reason", "reset_gpu_memory", "strict_engine",
 ]
 
@@ -97,6 +97,31 @@ def frame_library(engine: str) -> Any:
     """
     get_backend(engine)
     return importlib.import_module(engine)
+
+
+def array_library(engine: str) -> Any:
+    """The array library of ``engine``'s columns, imported: ``numpy`` or ``cupy``.
+
+    For code that holds arrays outside frames (``tabflow.table``, the array loader's device
+    batches). CuPy alone is enough for ``"cudf"`` (cuDF itself is not needed to hold device
+    arrays); without it, an ImportError names the GPU extras.
+
+    Examples
+    --------
+    >>> from tabflow.backends import array_library
+    >>> array_library("pandas").__name__
+    'numpy'
+    """
+    if engine not in _ENGINE_MODULES:
+        raise ValueError(f"unknown engine {engine!r}: expected one of {sorted(_ENGINE_MODULES)}")
+    if engine == "pandas":
+        return importlib.import_module("numpy")
+    try:
+        return importlib.import_module("cupy")
+    except ImportError as error:
+        raise ImportError(
+            "device arrays need CuPy: install tabflow's GPU extras (gpu-cu12 or gpu-cu13), or cupy-cuda12x alone"
+        ) from error
 
 
 def cuda_memory_info(index: int | None = None) -> tuple[int, int] | None:

@@ -22,11 +22,11 @@ Examples
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from tabflow.backends import array_library
 from tabflow.loader._builders import ColumnSpec
 from tabflow.loader._columns import DictColumns
 from tabflow.loader._loader import LoaderBase as _LoaderBase
@@ -120,7 +120,7 @@ def _array(tensor: Any) -> Any:
         return tensor
     if tensor.device.type == "cpu":
         return tensor.numpy()
-    return importlib.import_module("cupy").from_dlpack(tensor)
+    return array_library("cudf").from_dlpack(tensor)
 
 
 def _device(dataset: Any, device: Any) -> Any:

@@ -80,7 +80,7 @@ class EmbeddingOperator(Operator):
     >>> table = np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]])
     >>> op = EmbeddingOperator(table, lookup_key="item", id_lookup_table=np.array([30, 10, 20]), unknown_value=-1.0)
     >>> out = nvt.Workflow(["item"] >> op).fit_transform(pd.DataFrame({"item": [10, 20, 99]}))
-    >>> out["embeddings"].tolist()
+    >>> [row.tolist() for row in out["embeddings"]]
     [[0.3, 0.4], [0.5, 0.6], [-1.0, -1.0]]
     """
 

@@ -307,11 +307,14 @@ class TensorTable:
         is a ``ValueError`` naming the column.
         """
         backend = backend_for(df)
+        # A pandas frame's columns become NumPy arrays whatever wraps the engine's arrays (the
+        # strict engine's stand-ins for CuPy); a cuDF frame's stay CuPy arrays on the GPU.
+        tensor = backend.to_host if backend.name == "pandas" else (lambda array: array)
         columns: dict[str, Any] = {}
         for name in df.columns:
             series = df[name]
             if not backend.is_list_dtype(series.dtype):
-                columns[name] = backend.column_values(series, backend.canonical_dtype(series.dtype))
+                columns[name] = tensor(backend.column_values(series, backend.canonical_dtype(series.dtype)))
                 continue
             element = backend.canonical_dtype(series.dtype)
             while schema_dtypes.is_list(element):
@@ -323,7 +326,7 @@ class TensorTable:
                 if len(lengths) and not bool((lengths == lengths[0]).all()):
                     raise ValueError(f"TensorTable.from_df: column {name!r} has lists of ragged lists; only the outer level may be ragged")
                 inner.append(int(lengths[0]) if len(lengths) else 0)
-            columns[name] = TensorColumn(values.reshape(-1, *inner), levels[0])
+            columns[name] = TensorColumn(tensor(values.reshape(-1, *inner)), tensor(levels[0]))
         return cls(columns)
 
     def _check(self, name: str, column: TensorColumn) -> None:

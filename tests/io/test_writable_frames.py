@@ -55,8 +55,9 @@ def _edits_one_row_of_every_column(frame: pd.DataFrame) -> None:
         if isinstance(frame[column].dtype, pd.ArrowDtype) and pa.types.is_list(frame[column].dtype.pyarrow_dtype):
             continue  # pandas cannot set one list cell of an Arrow list column, whatever made the frame
         value = frame[column].dropna().iloc[-1]
-        frame.loc[frame.index[middle], column] = value
-        frame.iloc[0, position] = value
+        # One cell each (.at/.iat take a row's array as one value on every pandas version).
+        frame.at[frame.index[middle], column] = value
+        frame.iat[0, position] = value
         same = np.array_equal if isinstance(value, np.ndarray) else (lambda a, b: a == b)  # a list column's rows
         assert same(frame[column].iloc[0], value) and same(frame[column].iloc[middle], value), column
         pd.testing.assert_series_equal(frame[column][untouched], before[column][untouched])

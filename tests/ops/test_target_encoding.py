@@ -160,11 +160,20 @@ def _statistics_reference(frame, keys, targets, name):
     table = grouped.size().rename(f"{name}_count").to_frame()
     for target in targets:
         table[f"{name}_{target}_sum"] = grouped[target].sum()
-    return table.reset_index().sort_values(keys, na_position="last").reset_index(drop=True)
+    return _plain_keys(table.reset_index(), keys)
 
 
 def _read_statistics(path, keys):
-    table = pd.read_parquet(path)
+    return _plain_keys(pd.read_parquet(path), keys)
+
+
+def _plain_keys(table, keys):
+    """Sorted by ``keys``, text keys as objects with None for missing: the file's pandas
+    metadata records the engine's string dtype, which differs between pandas versions."""
+    table = table.copy()
+    for key in keys:
+        if not pd.api.types.is_numeric_dtype(table[key]):
+            table[key] = table[key].astype(object).where(table[key].notna(), None)
     return table.sort_values(keys, na_position="last").reset_index(drop=True)
 
 

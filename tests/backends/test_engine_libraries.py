@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from tabflow.backends import cuda_memory_info, frame_library, gpu_available, reset_gpu_memory
+from tabflow.backends import array_library, cuda_memory_info, frame_library, gpu_available, reset_gpu_memory
 
 
 def test_the_frame_library_is_the_engines_module():
@@ -16,6 +17,17 @@ def test_the_frame_library_is_the_engines_module():
     assert frame["a"].isna().tolist() == [False, True]
     with pytest.raises(ValueError, match="engine"):
         frame_library("polars")
+
+
+def test_the_array_library_holds_the_engines_columns(monkeypatch):
+    assert array_library("pandas") is np
+    values = array_library("pandas").asarray(pd.Series([1.5, None]).to_numpy())
+    assert np.isnan(values[1]) and values[0] == 1.5
+    with pytest.raises(ValueError, match="'polars'"):
+        array_library("polars")
+    monkeypatch.setitem(sys.modules, "cupy", None)  # CuPy not installed
+    with pytest.raises(ImportError, match="CuPy.*gpu-cu12"):
+        array_library("cudf")
 
 
 @pytest.mark.skipif(gpu_available(), reason="cuDF is usable here")

@@ -16,14 +16,19 @@ DEMO_ARGS ?=
 PYTEST_ARGS ?=
 # The oldest versions the metadata admits: an environment with every declared floor pinned
 # exactly (.ci/min_constraints.py) runs the tests (not the doctests, whose printed reprs follow
-# the newest pandas), less those listed with their reason in .ci/min-deselect.txt.
+# the newest pandas), less those listed with their reason in .ci/min-deselect.txt. PyTorch is the
+# exception in `make test-min`: MIN_TORCH_PINS puts the CPU pair of `make test` in place of
+# torch's floor, with fastai 2.8.7, the first fastai that accepts it, because PyPI's only builds of
+# torch 2.8 for Linux x86-64 bring CUDA's libraries (7.5 GB installed, more than CI's disk can be
+# counted on for). `make test-min-torch` pins torch's and fastai's floors too, in a venv of its own.
 MIN_VENV ?= .venv-min
+MIN_TORCH_PINS ?= $(TORCH_PINS) fastai==2.8.7
 MIN_EXTRAS ?= fastai
 MIN_TEST_TOOLS ?= pytest pytest-timeout xxhash
 MIN_TESTS ?= tests
 MIN_DESELECT := $(shell grep -v '^\#' .ci/min-deselect.txt)
 
-.PHONY: venv demo test test-strict test-min docs lint typecheck bench dist clean
+.PHONY: venv demo test test-strict test-min test-min-torch docs lint typecheck bench dist clean
 
 # The pins are repeated in the second install so that no extra can move torch off the pair.
 $(VENV)/.installed: pyproject.toml
@@ -68,13 +73,17 @@ $(MIN_VENV)/.installed: pyproject.toml .ci/min_constraints.py
 	rm -rf $(MIN_VENV)
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
-	$(MIN_VENV)/bin/python .ci/min_constraints.py $(MIN_EXTRAS) dev > $(MIN_VENV)/constraints.txt
-	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e ".[$(MIN_EXTRAS)]" $(MIN_TEST_TOOLS)
+	$(MIN_VENV)/bin/python .ci/min_constraints.py $(MIN_EXTRAS) dev $(MIN_TORCH_PINS) > $(MIN_VENV)/constraints.txt
+	$(MIN_VENV)/bin/python -m pip install -q --no-cache-dir -c $(MIN_VENV)/constraints.txt -e ".[$(MIN_EXTRAS)]" $(MIN_TEST_TOOLS)
 	touch $@
 
 test-min: $(MIN_VENV)/.installed
 	$(MIN_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(numpy|pandas|pyarrow|dask|distributed|numba|scipy|pyyaml|tqdm|torch|torchvision|fastai|scikit-learn|matplotlib|pytest|pytest-timeout|xxhash)=='
 	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) $(foreach test,$(MIN_DESELECT),--deselect '$(test)') $(MIN_TESTS)
+
+# The floors of torch and fastai as well (a CUDA build of torch 2.8 from PyPI: about 8 GB of disk).
+test-min-torch:
+	$(MAKE) test-min MIN_VENV=.venv-min-torch MIN_TORCH_PINS=
 
 bench: venv
 	$(PY) benchmarks/etl.py
@@ -85,4 +94,4 @@ dist: venv
 	$(PY) -m build --outdir dist .
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) demo_output dist site
+	rm -rf $(VENV) $(MIN_VENV) .venv-min-torch demo_output dist site

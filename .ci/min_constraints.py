@@ -6,7 +6,12 @@ command line. Each ``name>=X`` becomes ``name==X``, so an environment installed 
 without a floor is left free. A floor must name a release that exists (``2.3.1``, not ``2.3``
 when no 2.3.0 was published), or pip finds nothing to install.
 
-Usage: python .ci/min_constraints.py [EXTRA ...] > constraints.txt
+An argument ``name==version`` pins that package to that version instead of its floor (or adds
+the pin where it has none): ``make test-min`` takes PyTorch this way, because the only builds of
+torch at its floor on PyPI for Linux x86-64 carry CUDA's libraries, several GB that a CPU
+machine has no use for. ``make test-min-torch`` passes none and tests torch's floor too.
+
+Usage: python .ci/min_constraints.py [EXTRA ...] [NAME==VERSION ...] > constraints.txt
 """
 
 from __future__ import annotations
@@ -35,17 +40,34 @@ def floors(extras: list[str]) -> dict[str, str]:
         lowest = re.search(r">=\s*([0-9][0-9A-Za-z.]*)", specifiers)
         if lowest is None:
             continue
-        key = re.sub(r"[-_.]+", "-", name).lower()
+        key = _normalised(name)
         # Two extras may declare the same package; the higher floor is the one both accept.
         if key not in pinned or _version_key(lowest.group(1)) > _version_key(pinned[key]):
             pinned[key] = lowest.group(1)
     return pinned
 
 
+def _normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
+def pins(arguments: list[str]) -> dict[str, str]:
+    """The floors of the extras named in ``arguments``, with their ``name==version`` pins applied."""
+    extras = [argument for argument in arguments if "==" not in argument]
+    pinned = floors(extras)
+    for argument in arguments:
+        if "==" in argument:
+            name, _, version = argument.partition("==")
+            if not name.strip() or not version.strip():
+                raise SystemExit(f"{argument!r} is not a pin; write it as name==version, e.g. torch==2.13.0")
+            pinned[_normalised(name.strip())] = version.strip()
+    return pinned
+
+
 if __name__ == "__main__":
-    for name, version in sorted(floors(sys.argv[1:]).items()):
+    for name, version in sorted(pins(sys.argv[1:]).items()):
         print(f"{name}=={version}")

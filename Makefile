@@ -16,13 +16,14 @@ DEMO_ARGS ?=
 PYTEST_ARGS ?=
 # The oldest versions the metadata admits: an environment with every declared floor pinned
 # exactly (.ci/min_constraints.py) runs the tests (not the doctests, whose printed reprs follow
-# the newest pandas), less those listed with their reason in .ci/min-deselect.txt. PyTorch is the
-# exception in `make test-min`: MIN_TORCH_PINS puts the CPU pair of `make test` in place of
-# torch's floor, with fastai 2.8.7, the first fastai that accepts it, because PyPI's only builds of
-# torch 2.8 for Linux x86-64 bring CUDA's libraries (7.5 GB installed, more than CI's disk can be
-# counted on for). `make test-min-torch` pins torch's and fastai's floors too, in a venv of its own.
+# the newest pandas), less those listed with their reason in .ci/min-deselect.txt. PyTorch is
+# the exception in `make test-min`: MIN_TORCH_PINS puts the CPU pair of `make test` in place of
+# torch's floor, with fastai 2.8.8 (the first fastai that accepts that torch and runs beside
+# today's fastcore; 2.8.7 calls a fastcore API since removed), because PyPI's only builds of
+# torch 2.8 for Linux x86-64 bring CUDA's libraries, 7.5 GB installed, more disk than CI can
+# count on. `make test-min-torch` pins torch's and fastai's floors too, in a venv of its own.
 MIN_VENV ?= .venv-min
-MIN_TORCH_PINS ?= $(TORCH_PINS) fastai==2.8.7
+MIN_TORCH_PINS ?= $(TORCH_PINS) fastai==2.8.8
 MIN_EXTRAS ?= fastai
 MIN_TEST_TOOLS ?= pytest pytest-timeout xxhash
 MIN_TESTS ?= tests

@@ -172,3 +172,25 @@ def test_pytest_runs_without_pytest_timeout():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+def _min_constraints(*arguments: str) -> subprocess.CompletedProcess:
+    script = os.path.join(ROOT, ".ci", "min_constraints.py")
+    return subprocess.run([sys.executable, script, *arguments], capture_output=True, text=True, timeout=60)
+
+
+def test_min_constraints_pin_each_floor_and_let_a_pin_take_a_floors_place():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as file:
+        project = tomllib.load(file)["project"]
+    floors = dict(line.split("==") for line in _min_constraints("fastai").stdout.split())
+    declared = {re.split(r"[\s>=<\[]", r)[0].lower(): r for r in project["dependencies"] + project["optional-dependencies"]["fastai"]}
+    for name, requirement in declared.items():
+        if ">=" in requirement:
+            assert floors[name] == re.search(r">=\s*([0-9][0-9A-Za-z.]*)", requirement).group(1)
+    pinned = dict(line.split("==") for line in _min_constraints("fastai", "torch==2.13.0", "Torch_Vision==0.28.0").stdout.split())
+    assert pinned["torch"] == "2.13.0" and pinned["torch-vision"] == "0.28.0"  # names normalised as pip does
+    assert {k: v for k, v in pinned.items() if k not in ("torch", "torch-vision")} == {k: v for k, v in floors.items() if k != "torch"}
+    refused = _min_constraints("fastai", "==2.8")
+    assert refused.returncode != 0 and "name==version" in refused.stderr
+    unknown = _min_constraints("no-such-extra")
+    assert unknown.returncode != 0 and "no-such-extra" in unknown.stderr

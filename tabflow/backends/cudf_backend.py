@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -400,6 +400,11 @@ class CudfBackend:
         if scalar:
             positions[left["__key__"].isna().values] = -1
         return positions
+
+    def map_distinct(self, series: Any, function: Callable[[Any], Any], dtype: str) -> Any:
+        """None: cuDF holds strings as plain string columns (a GPU lookup of every row is what
+        a gather of per-value answers would save on the host)."""
+        return None
 
     def null_mask(self, obj: Any) -> Any:
         """Boolean CuPy array: null values of a series, all-null rows of a frame."""

@@ -16,7 +16,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import dask
 import dask.dataframe as dd
@@ -195,7 +195,10 @@ class PandasBackend:
         return pd.DataFrame(dict(columns), index=index, copy=False)
 
     def series(self, values: Any, name: str | None = None, index: Any = None, dtype: Any = None) -> pd.Series:
-        return pd.Series(values, name=name, index=index, dtype=dtype)
+        # copy=False: pandas 3 copies a NumPy array given to the constructor, pandas 2 did not;
+        # the values given here are op results, and a copy would double the memory traffic of
+        # every column built this way (as in frame_from_dict).
+        return pd.Series(values, name=name, index=index, dtype=dtype, copy=False)
 
     def concat_columns(self, frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
         frames = [f for f in frames if f is not None]
@@ -583,6 +586,54 @@ class PandasBackend:
             table = table.index
         return np.asarray(table.get_indexer(keys), dtype=np.int64)
 
+    def map_distinct(self, series: pd.Series, function: Callable[[pd.Series], Any], dtype: str) -> np.ndarray | None:
+        """``function`` of each row of a dictionary-encoded string column, computed once per
+        distinct value; None for any other column.
+
+        Parquet stores strings dictionary-encoded, and :meth:`read_parquet_part` can keep them
+        that way. Each chunk's dictionary, with a null appended, is given to ``function`` as a
+        series of the engine's string dtype; its answers, cast to ``dtype``, are gathered to
+        the rows by the chunk's indices (null rows take the null's answer). A row-wise
+        computation then costs one pass over the distinct values and one gather, and none of
+        its row-sized temporaries.
+
+        Examples
+        --------
+        >>> import pandas as pd, pyarrow as pa
+        >>> from tabflow.backends import get_backend
+        >>> backend = get_backend("pandas")
+        >>> encoded = pd.Series(pd.arrays.ArrowExtensionArray(pa.array(["b", None, "a", "b"]).dictionary_encode()))
+        >>> backend.map_distinct(encoded, lambda values: values.str.len().fillna(-1).to_numpy(), "int8").tolist()
+        [1, -1, 1, 1]
+        >>> backend.map_distinct(pd.Series(["b"]), len, "int8") is None
+        True
+        """
+        encoded = dictionary_strings(series)
+        if encoded is None:
+            return None
+        chunks = [chunk for chunk in encoded.chunks if len(chunk)]
+        out = np.empty(len(series), dtype=dtype) if len(chunks) != 1 else None
+        start = 0
+        for chunk in chunks:
+            dictionary = chunk.dictionary
+            distinct = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
+            answers = np.asarray(self.to_host(function(self._distinct_series(distinct))), dtype=dtype)
+            if answers.shape != (len(distinct),):
+                raise ValueError(f"map_distinct: the function gave {answers.shape[0] if answers.ndim else 0} answers for {len(distinct)} distinct values")
+            rows = answers[_dictionary_indices(chunk)]
+            if out is None:
+                return rows
+            out[start : start + len(rows)] = rows
+            start += len(rows)
+        return out
+
+    @staticmethod
+    def _distinct_series(values: pa.Array) -> pd.Series:
+        """Arrow strings as a series of the engine's string dtype (the bytes are not copied)."""
+        if not pa.types.is_large_string(values.type) and not pa.types.is_string(values.type):
+            values = values.cast(pa.large_string())
+        return pd.Series(pd.arrays.ArrowExtensionArray(values)).astype(_pandas_string_dtype())
+
     def null_mask(self, obj: pd.Series | pd.DataFrame) -> np.ndarray:
         """Boolean array: null values of a series, rows of a frame whose values are all null."""
         mask = obj.isna()
@@ -958,13 +1009,18 @@ def _byte_order(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _dictionary_indices(chunk: pa.DictionaryArray) -> np.ndarray:
-    """A chunk's int64 dictionary indices, nulls pointing one past the dictionary."""
+    """A chunk's dictionary indices, nulls pointing one past the dictionary, in the chunk's own
+    integer type where it holds that slot (int64 otherwise): NumPy gathers and counts with any
+    integer type, and indices without nulls are then read without a copy."""
     indices = chunk.indices
+    wide = indices.type if np.iinfo(indices.type.to_pandas_dtype()).max >= len(chunk.dictionary) else pa.int64()
     if indices.null_count:
         import pyarrow.compute as pc
 
-        indices = pc.fill_null(indices.cast(pa.int64()), len(chunk.dictionary))
-    return np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        indices = pc.fill_null(indices.cast(wide), pa.scalar(len(chunk.dictionary), wide))
+    elif indices.type != wide:
+        indices = indices.cast(wide)
+    return indices.to_numpy(zero_copy_only=False)
 
 
 def _dictionary_value_counts(encoded: pa.ChunkedArray, name: Any) -> pd.Series | None:

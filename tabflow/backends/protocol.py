@@ -253,6 +253,15 @@ class Backend(Protocol):
     def lookup(self, table: Any, keys: Any) -> EngineArray:
         """int64 position of each key in a :meth:`lookup_table`, -1 where absent."""
 
+    def map_distinct(self, series: Any, function: Callable[[Any], Any], dtype: str) -> EngineArray | None:
+        """``function`` of each row of a column that holds its distinct values apart (a
+        dictionary-encoded column), computed once per distinct value; None for other columns.
+
+        ``function`` takes a series of the distinct values (ending in a null) in the engine's
+        string dtype and returns one value per entry; the result holds, per row, its value's
+        answer as ``dtype``. A caller given None computes row by row.
+        """
+
     def null_mask(self, obj: Any) -> EngineArray:
         """Boolean array: nulls of a series, all-null rows of a frame."""
 

@@ -379,6 +379,10 @@ class StrictBackend(PandasBackend):
     def lookup(self, table: Any, keys: Any) -> Any:
         return _to_device(super().lookup(table, keys))
 
+    def map_distinct(self, series: Any, function: Callable[[Any], Any], dtype: str) -> Any:
+        answers = super().map_distinct(series, function, dtype)
+        return None if answers is None else _to_device(answers)
+
     def null_mask(self, obj: Any) -> Any:
         return _to_device(super().null_mask(obj))
 

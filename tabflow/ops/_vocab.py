@@ -298,7 +298,11 @@ def encode_unit(
             codes = _codes(backend, flat, table, vocab_offset, n_oov, shift).astype(dtype)
             out[name] = backend.list_from_values_offsets(codes, offsets, index=df.index, name=name)
         else:
-            codes = _codes(backend, column, table, vocab_offset, n_oov, shift)
+            # A column that holds its distinct values apart (parquet's dictionary encoding) is
+            # encoded once per distinct value and gathered: no row-sized temporaries.
+            codes = backend.map_distinct(column, lambda distinct: _codes(backend, distinct, table, vocab_offset, n_oov, shift), dtype)
+            if codes is None:
+                codes = _codes(backend, column, table, vocab_offset, n_oov, shift)
             out[name] = backend.series(codes, name=name, index=df.index).astype(dtype)
     return out
 

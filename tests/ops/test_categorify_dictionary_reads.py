@@ -183,6 +183,42 @@ def test_lookups_and_hashes_of_dictionaries_match_the_strings(case):
     assert PANDAS.conform_column(encoded, "str") is encoded
 
 
+def _int8_chunk(entries):
+    """int8 indices over ``entries`` distinct strings, with nulls: at 128 entries the null slot
+    (index 128) no longer fits the chunk's own index type."""
+    indices = pa.array([None, entries - 1, 0, None, entries // 2], pa.int8())
+    return pa.DictionaryArray.from_arrays(indices, pa.array([f"s{i}" for i in range(entries)]))
+
+
+MAPPED = {**CHUNKS, "int8 127": [_int8_chunk(127)], "int8 128": [_int8_chunk(128)],
+          "large strings": [pa.array(["q", None, "q", "r"], pa.large_string()).dictionary_encode()]}
+
+
+@pytest.mark.parametrize("case", list(MAPPED))
+@pytest.mark.parametrize("dtype", ["int64", "int16"])
+def test_map_distinct_answers_each_row_as_the_function_answers_its_string(case, dtype):
+    encoded = _encoded(MAPPED[case])
+    calls = []
+
+    def length(values):
+        calls.append(len(values))
+        assert values.dtype == PANDAS.engine_dtype("str") and pd.isna(values.iloc[-1])
+        return values.str.len().fillna(-1).to_numpy()
+
+    mapped = PANDAS.map_distinct(encoded, length, dtype)
+    expected = [-1 if value is None else len(value) for value in pa.array(encoded.array).to_pylist()]
+    assert mapped.dtype == np.dtype(dtype) and mapped.tolist() == expected
+    # Once per non-empty chunk, over its dictionary and a null.
+    assert calls == [len(chunk.dictionary) + 1 for chunk in MAPPED[case] if len(chunk)]
+
+
+def test_map_distinct_leaves_other_columns_to_the_caller_and_checks_answers():
+    for series in (pd.Series(["a", None], dtype="str"), pd.Series([1, 2]), pd.Series(["a"], dtype="category")):
+        assert PANDAS.map_distinct(series, len, "int64") is None
+    with pytest.raises(ValueError, match="gave 1 answers for 3 distinct values"):
+        PANDAS.map_distinct(_encoded(CHUNKS["several"][:1]), lambda values: np.zeros(1), "int64")
+
+
 def test_filtered_remote_and_mixed_files_encode_as_the_strings_do(tmp_path, rng):
     """Reads through pyarrow (filters, fsspec URLs) keep dictionaries too; a file storing the
     column as a categorical, one storing it plainly, and list columns beside it all agree."""

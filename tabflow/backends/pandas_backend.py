@@ -257,8 +257,10 @@ class PandasBackend:
 
     def to_float(self, series: pd.Series, dtype: str = "float32") -> pd.Series:
         """Numeric series to a numpy float dtype, nulls becoming NaN."""
-        values = series.to_numpy(dtype=dtype, na_value=np.nan)
-        return pd.Series(values, index=series.index, name=series.name)
+        # One copy, made here (the result never shares the input's memory); pandas 3 would
+        # copy the array again in the constructor.
+        values = series.to_numpy(dtype=dtype, na_value=np.nan, copy=True)
+        return pd.Series(values, index=series.index, name=series.name, copy=False)
 
     def to_numpy(self, series: pd.Series, dtype: Any = None, na_value: Any = None) -> np.ndarray:
         if na_value is None:

@@ -140,7 +140,7 @@ def test_vocabulary_is_the_same_from_sorted_and_unsorted_counts():
         assert list(zip(-vocab["count"], vocab["value"].map(str.encode))) == expected
 
 
-@pytest.mark.parametrize("shape", ["short", "shared prefixes", "nul bytes", "unicode", "empty", "one"])
+@pytest.mark.parametrize("shape", ["short", "shared prefixes", "nul bytes", "unicode", "empty", "one", "repeated"])
 def test_byte_order_equals_sorting_by_bytes(shape):
     from tabflow.backends._string_table import byte_order
     from tabflow.backends.pandas_backend import _arrow_string_buffers
@@ -157,6 +157,9 @@ def test_byte_order_equals_sorting_by_bytes(shape):
         values = ["é", "e", "日本", "z", "ё", "ü" * 9, "ü" * 8]
     elif shape == "empty":
         values = []
+    elif shape == "repeated":  # several copies of each value, long and short, in random order
+        words = [f"w{i:04d}" + "x" * int(i % 3 == 0) * 9 for i in range(3_000)]
+        values = [words[i] for i in rng.integers(0, len(words), 12_000)]
     else:
         values = ["x"]
     data, offsets, _ = _arrow_string_buffers(pa.array(values, pa.string()))

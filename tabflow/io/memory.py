@@ -1,19 +1,24 @@
 """Freed partition buffers go back to the operating system (glibc's ``malloc``).
 
-glibc serves an allocation of at least ``M_MMAP_THRESHOLD`` bytes with a mapping of its own,
-unmapped when it is freed. The threshold starts at 128 KiB, but by default it rises to the
-size of each such block freed (up to 32 MiB): once the first partition's columns have been
-freed, the next partitions' columns (a few MB each) are carved out of the heaps instead,
-where freed pages stay resident and the heaps of several threads fragment. Measured on the
-Criteo ETL (``benchmarks/etl.py``), that added about 0.3 GB to the fit's peak resident
-memory and 0.7 GB to the write's. Setting the threshold once, as :func:`keep_large_buffers_mapped`
-does, keeps it where it is: buffers of a partition's size are mapped and unmapped, and
-resident memory follows the partitions alive.
+glibc keeps memory freed by a program in its heaps, one per thread that allocated it, for
+later allocations; only blocks of at least ``M_MMAP_THRESHOLD`` bytes get mappings of their
+own, unmapped when freed. By default the threshold rises from 128 KiB to the size of each such
+block freed (up to 32 MiB), so after the first partition a partition's columns (a few MB each)
+come out of the heaps, and what one partition frees stays resident beside the next ones: on
+the Criteo ETL (``benchmarks/etl.py``) about 0.3 GB more peak resident memory in the fit and
+0.7 GB in the write. Mapping every buffer of 1 MiB or more instead returns it, but each new
+buffer then costs a page fault per 4 KiB page: the same ETL took 20-25% longer.
 
-The setting is process-wide and is made by ``Workflow.fit`` and the parquet writer. The
-environment variable ``TABFLOW_MMAP_THRESHOLD`` chooses the threshold in bytes (``0``:
-leave the allocator as it is); a threshold given to glibc itself
-(``MALLOC_MMAP_THRESHOLD_``) is left alone, as is any C library other than glibc.
+So tabflow does both halves apart. :func:`keep_large_buffers_mapped` fixes the threshold at
+32 MiB, glibc's own ceiling: a partition's columns and temporaries come from the heaps, where
+memory freed within a partition is reused without faults. :func:`release_freed_memory`, called
+by the readers before each partition is read (by the fit and again by the transform), hands
+the heaps' free pages back (``malloc_trim``): resident memory follows the partitions alive.
+
+``Workflow.fit`` and the parquet writer make the setting, once per process. The environment
+variable ``TABFLOW_MMAP_THRESHOLD`` chooses the threshold in bytes (``0``: leave the allocator
+as it is, and release nothing); a threshold given to glibc itself (``MALLOC_MMAP_THRESHOLD_``)
+is left alone, as is any C library other than glibc.
 """
 
 from __future__ import annotations
@@ -24,15 +29,17 @@ import os
 import platform
 import threading
 
-__all__ = ["keep_large_buffers_mapped", "DEFAULT_MMAP_THRESHOLD", "THRESHOLD_VARIABLE"]
+__all__ = ["keep_large_buffers_mapped", "release_freed_memory", "DEFAULT_MMAP_THRESHOLD", "THRESHOLD_VARIABLE"]
 
-#: Buffers of at least this many bytes are mapped on their own (a column of 128K int64 values).
-DEFAULT_MMAP_THRESHOLD = 1 << 20
+#: Buffers of at least this many bytes are mapped on their own (glibc's ceiling for its own
+#: threshold: a column of 4 million int64 values).
+DEFAULT_MMAP_THRESHOLD = 32 << 20
 #: The environment variable that overrides :data:`DEFAULT_MMAP_THRESHOLD` (0 turns it off).
 THRESHOLD_VARIABLE = "TABFLOW_MMAP_THRESHOLD"
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 _lock = threading.Lock()
 _applied: int | None = None
+_libc: ctypes.CDLL | None = None
 
 
 def keep_large_buffers_mapped() -> int:
@@ -45,7 +52,7 @@ def keep_large_buffers_mapped() -> int:
     Examples
     --------
     >>> from tabflow.io.memory import keep_large_buffers_mapped
-    >>> keep_large_buffers_mapped() in (0, 1 << 20)  # 0 off glibc
+    >>> keep_large_buffers_mapped() in (0, 32 << 20)  # 0 off glibc
     True
     >>> keep_large_buffers_mapped() == keep_large_buffers_mapped()  # set once, then kept
     True
@@ -55,6 +62,25 @@ def keep_large_buffers_mapped() -> int:
         if _applied is None:
             _applied = _apply(_threshold())
         return _applied
+
+
+def release_freed_memory() -> bool:
+    """Hand the memory the allocator holds free back to the operating system; True if it did.
+
+    Does nothing (False) until :func:`keep_large_buffers_mapped` has set the threshold in this
+    process, nor where it left the allocator alone. The readers call it before each partition:
+    what earlier partitions freed leaves resident memory before the next one is read.
+
+    Examples
+    --------
+    >>> from tabflow.io.memory import keep_large_buffers_mapped, release_freed_memory
+    >>> release_freed_memory() == bool(keep_large_buffers_mapped())  # False off glibc
+    True
+    """
+    if not _applied or _libc is None:
+        return False
+    _libc.malloc_trim(0)
+    return True
 
 
 def _threshold() -> int:
@@ -75,8 +101,12 @@ def _apply(threshold: int) -> int:
         return 0
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return 0
+    global _libc
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     except OSError:
         return 0
-    return threshold if libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(threshold)) == 1 else 0
+    if libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(threshold)) != 1:
+        return 0
+    _libc = libc
+    return threshold

@@ -1,4 +1,5 @@
-"""glibc's mmap threshold, fixed by fit and the parquet writer (tabflow.io.memory)."""
+"""glibc's mmap threshold, fixed by fit and the parquet writer, and freed memory released
+before each partition is read (tabflow.io.memory)."""
 
 from __future__ import annotations
 
@@ -28,17 +29,18 @@ def _run(code: str, **env: str) -> str:
 
 
 @pytest.mark.skipif(not _MALLINFO2, reason="the threshold is glibc's; its account (mallinfo2) needs glibc 2.33")
-def test_freed_partition_buffers_leave_resident_memory():
-    # Once a 16 MB buffer has been freed, glibc's default (dynamic) threshold is 16 MB and
-    # the next 4 MB buffers are carved from its heap, which keeps them resident when freed.
-    # With the threshold fixed, each is mapped on its own and unmapped when freed, whatever
-    # was allocated after it. The allocator's own account (mallinfo2: bytes in mappings of
-    # their own, and bytes of heap) says where they went; resident-set sizes would also move
-    # with whatever else the kernel does to the process's pages meanwhile.
+def test_partition_buffers_come_from_the_heap_and_freed_ones_leave_resident_memory():
+    # Once a 16 MB buffer has been freed, glibc's default (dynamic) threshold is 16 MB; fixed
+    # at 32 MiB it is the same from the start, so 4 MB buffers come from the heap (no mapping,
+    # no page faults when memory is reused), whatever was allocated before. Freed between
+    # small buffers that stay, they are in the middle of the heap, which glibc keeps resident;
+    # release_freed_memory hands their pages back. The allocator's own account (mallinfo2:
+    # bytes in mappings of their own) says where the buffers went; resident memory, read
+    # before and after the release, moves by far more than anything else the process does.
     code = """
-        import ctypes
+        import ctypes, os
         import numpy as np
-        from tabflow.io.memory import keep_large_buffers_mapped
+        from tabflow.io.memory import keep_large_buffers_mapped, release_freed_memory
 
         class MallInfo2(ctypes.Structure):
             _fields_ = [(name, ctypes.c_size_t) for name in (
@@ -49,6 +51,9 @@ def test_freed_partition_buffers_leave_resident_memory():
         libc.mallinfo2.restype = MallInfo2
         def mapped():
             return libc.mallinfo2().hblkhd
+        def resident():
+            with open("/proc/self/statm") as statm:
+                return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         print(keep_large_buffers_mapped())
         big = np.ones(16 << 20, np.uint8)
         del big
@@ -57,15 +62,37 @@ def test_freed_partition_buffers_leave_resident_memory():
         for _ in range(12):  # 48 MB in 4 MB buffers, each followed by a small one that stays
             blocks.append(np.ones(4 << 20, np.uint8))
             kept.append(np.ones(200 << 10, np.uint8))
-        held = mapped()
+        print(mapped() - start)
         del blocks
-        print(held - start, held - mapped())
+        before = resident()
+        released = release_freed_memory()
+        print(int(released), before - resident())
     """
     on = [int(word) for word in _run(code).split()]
     assert on[0] == memory.DEFAULT_MMAP_THRESHOLD
-    assert on[1] >= 48 << 20 and on[2] >= 48 << 20  # mapped one by one, and unmapped when freed
+    assert on[1] < 4 << 20  # from the heap, not mapped one by one
+    assert on[2] == 1 and on[3] >= 40 << 20  # the freed 48 MB left resident memory
     off = [int(word) for word in _run(code, **{memory.THRESHOLD_VARIABLE: "0"}).split()]
-    assert off[0] == 0 and off[1] < 4 << 20 and off[2] < 4 << 20  # glibc's default kept them in its heap
+    assert off[0] == 0 and off[2] == 0 and off[3] < 4 << 20  # left alone: glibc kept them resident
+
+
+def test_the_readers_release_freed_memory_before_each_partition(tmp_path, monkeypatch):
+    import pandas as pd
+
+    import tabflow as nvt
+    from tabflow.io.readers import _arrow_text, orc, parquet
+
+    calls = []
+    for module in (parquet, orc, _arrow_text):
+        monkeypatch.setattr(module, "release_freed_memory", lambda: calls.append(1) or True)
+    frame = pd.DataFrame({"a": range(10), "s": [str(i) for i in range(10)]})
+    for k in range(3):
+        frame.to_parquet(tmp_path / f"part{k}.parquet")
+        frame.to_csv(tmp_path / f"part{k}.csv", index=False)
+    nvt.Dataset(sorted(str(p) for p in tmp_path.glob("*.parquet")), engine="parquet").to_ddf().compute()
+    assert len(calls) == 3
+    nvt.Dataset(sorted(str(p) for p in tmp_path.glob("*.csv")), engine="csv").to_ddf().compute()
+    assert len(calls) == 6
 
 
 def test_threshold_from_the_environment():

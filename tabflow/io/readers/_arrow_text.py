@@ -48,6 +48,7 @@ import pandas as pd
 
 from tabflow.backends import backend_for, get_backend
 from tabflow.io.fs import filesystem, is_remote, local_path, open_file
+from tabflow.io.memory import release_freed_memory
 from tabflow.io.readers._shared import DatasetReadError, require_unique_names
 from tabflow.schema import dtypes as dtype_names
 
@@ -385,6 +386,7 @@ class TextPartReader:
         import pyarrow as pa
 
         length, compression = piece[2], piece[4]
+        release_freed_memory()  # what the previous partition freed, before this one is read
         # (Decompressing is one thread's work: compressed files are read side by side.)
         large = compression is None and length is not None and length >= _ARROW_BLOCK_BYTES * pa.cpu_count()
         with _LARGE_READ if large else contextlib.nullcontext():

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from tabflow.backends import get_backend
 from tabflow.io.fs import filesystem, is_remote, open_file
+from tabflow.io.memory import release_freed_memory
 from tabflow.io.readers._shared import (
     DatasetReadError,
     TypePlan,
@@ -51,6 +52,7 @@ class OrcPartReader:
     def __call__(self, piece: tuple[str, tuple[int, ...]]) -> Any:
         path, stripes = piece
         backend = get_backend(self.engine)
+        release_freed_memory()  # what the previous partition freed, before this one is read
         try:
             if not is_remote(path):
                 return backend.read_orc_part(path, list(stripes), list(self.dtypes), self.dtypes)

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 from tabflow.backends import get_backend
 from tabflow.backends.kernels import open_parquet
 from tabflow.io.fs import is_remote, open_file
+from tabflow.io.memory import release_freed_memory
 from tabflow.io.readers._shared import (
     DatasetReadError,
     TypePlan,
@@ -111,6 +112,7 @@ class ParquetPartReader:
     def __call__(self, piece: tuple[str, tuple[int, ...]]) -> Any:
         path, row_groups = piece
         backend = get_backend(self.engine)
+        release_freed_memory()  # what the previous partition freed, before this one is read
         try:
             return self._read(backend, path, list(row_groups))
         except (DatasetReadError, MemoryError, ImportError):  # an engine that cannot load is not a bad file

@@ -23,7 +23,7 @@ import operator
 import pickle
 import threading
 import uuid
-from typing import Any, Sequence, SupportsIndex
+from typing import Any, Callable, Sequence, SupportsIndex
 
 import cloudpickle
 import dask
@@ -34,7 +34,33 @@ from tabflow.graph.columns import input_frame
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
 
-__all__ = ["GraphRunner", "map_graph", "map_node_inputs", "fit_partials", "evaluate"]
+__all__ = ["GraphRunner", "map_graph", "map_node_inputs", "fit_partials", "evaluate", "register_fit_task_hook"]
+
+#: Called at the start of every fit task (one partition's statistics, a merge of them). The
+#: data layer registers the release of memory the allocator holds free (``io/memory.py``), so
+#: that what one task freed leaves resident memory before the next allocates; a hook, so that
+#: the graph names no allocator.
+_FIT_TASK_HOOKS: list[Callable[[], object]] = []
+
+
+def register_fit_task_hook(hook: Callable[[], object]) -> Callable[[], object]:
+    """Call ``hook()`` at the start of every fit task from now on (once, however often given).
+
+    Examples
+    --------
+    >>> from tabflow.graph.executor import register_fit_task_hook
+    >>> hook = lambda: None
+    >>> register_fit_task_hook(hook) is register_fit_task_hook(hook)
+    True
+    """
+    if hook not in _FIT_TASK_HOOKS:
+        _FIT_TASK_HOOKS.append(hook)
+    return hook
+
+
+def _fit_task_started() -> None:
+    for hook in _FIT_TASK_HOOKS:
+        hook()
 
 
 class GraphRunner:
@@ -225,13 +251,16 @@ def _node_inputs_partition(frame: Frame, runner: GraphRunner) -> Any:
 
 
 def _fit_partition(runner: GraphRunner, frame: Frame) -> list[Any]:
+    _fit_task_started()
     inputs = runner.node_inputs(frame)
     return [node.op.fit_partition(node.input_selector, data) for node, data in zip(runner.targets, inputs)]
 
 
 def _combine_partials(runner: GraphRunner, *partials: list[Any]) -> list[Any]:
+    _fit_task_started()
     return [node.op.combine_partials([p[i] for p in partials]) for i, node in enumerate(runner.targets)]
 
 
 def _combine_target(runner: GraphRunner, target: int, *partials: Any) -> Any:
+    _fit_task_started()
     return runner.targets[target].op.combine_partials(list(partials))

@@ -12,8 +12,9 @@ buffer then costs a page fault per 4 KiB page: the same ETL took 20-25% longer.
 So tabflow does both halves apart. :func:`keep_large_buffers_mapped` fixes the threshold at
 32 MiB, glibc's own ceiling: a partition's columns and temporaries come from the heaps, where
 memory freed within a partition is reused without faults. :func:`release_freed_memory`, called
-by the readers before each partition is read (by the fit and again by the transform), hands
-the heaps' free pages back (``malloc_trim``): resident memory follows the partitions alive.
+by the readers before each partition is read (by the fit and again by the transform) and at
+the start of every fit task, hands the heaps' free pages back (``malloc_trim``): resident
+memory follows the partitions and statistics alive.
 
 ``Workflow.fit`` and the parquet writer make the setting, once per process. The environment
 variable ``TABFLOW_MMAP_THRESHOLD`` chooses the threshold in bytes (``0``: leave the allocator
@@ -28,6 +29,8 @@ import ctypes.util
 import os
 import platform
 import threading
+
+from tabflow.graph.executor import register_fit_task_hook
 
 __all__ = ["keep_large_buffers_mapped", "release_freed_memory", "DEFAULT_MMAP_THRESHOLD", "THRESHOLD_VARIABLE"]
 
@@ -68,8 +71,9 @@ def release_freed_memory() -> bool:
     """Hand the memory the allocator holds free back to the operating system; True if it did.
 
     Does nothing (False) until :func:`keep_large_buffers_mapped` has set the threshold in this
-    process, nor where it left the allocator alone. The readers call it before each partition:
-    what earlier partitions freed leaves resident memory before the next one is read.
+    process, nor where it left the allocator alone. The readers call it before each partition,
+    and every fit task as it starts: what earlier partitions and merges freed leaves resident
+    memory before the next one allocates.
 
     Examples
     --------
@@ -110,3 +114,8 @@ def _apply(threshold: int) -> int:
         return 0
     _libc = libc
     return threshold
+
+
+# Every fit task (a partition's statistics, a merge of them) starts by releasing what earlier
+# tasks freed: merges of large count tables free as much as they allocate.
+register_fit_task_hook(release_freed_memory)

@@ -88,3 +88,23 @@ def test_categorify_folded_over_many_partitions_matches_pandas_value_counts():
     position = {value: k for k, (value, _) in enumerate(expected)}
     reference = [1 if pd.isna(v) else 3 + position[v] for v in frame["c"].tolist()]
     np.testing.assert_array_equal(codes, reference)
+
+
+def test_every_fit_task_starts_with_the_registered_hooks(monkeypatch):
+    from tabflow.graph import executor
+
+    monkeypatch.setattr(executor, "_FIT_TASK_HOOKS", [])
+    started = []
+    hook = executor.register_fit_task_hook(lambda: started.append(1))
+    assert executor.register_fit_task_hook(hook) is hook and executor._FIT_TASK_HOOKS == [hook]  # once
+    folded, tree = _Seen(exact=True), _Seen(exact=False)
+    nvt.Workflow((["i"] >> folded) + (["j"] >> tree)).fit(_ids(20))
+    # One task per partition's statistics, and one per merge of each op's partials.
+    assert len(started) == 20 + len(folded.calls) + len(tree.calls)
+
+
+def test_the_allocator_release_is_registered_for_fit_tasks():
+    from tabflow.graph.executor import _FIT_TASK_HOOKS
+    from tabflow.io.memory import release_freed_memory
+
+    assert release_freed_memory in _FIT_TASK_HOOKS

@@ -58,13 +58,14 @@ def _own_strings(build: Any, *args: Any, **kwargs: Any) -> dd.DataFrame:
         return build(*args, **kwargs)
 
 
-def _text_as_strings(ddf: dd.DataFrame) -> dd.DataFrame:
+def _text_as_strings(frame: Any) -> Any:
+    """A pandas or dask frame with its ``object`` columns in the engine's string dtype."""
     # pandas reads a column with no values (a file of only a header) as ``object``: every
     # text column comes out in the engine's string dtype, as the Arrow reader gives it.
-    text = [name for name, dtype in ddf.dtypes.items() if isinstance(dtype, np.dtype) and dtype.kind == "O"]
+    text = [name for name, dtype in frame.dtypes.items() if isinstance(dtype, np.dtype) and dtype.kind == "O"]
     if not text:
-        return ddf
-    return ddf.astype(dict.fromkeys(text, _pandas_string_dtype()))
+        return frame
+    return frame.astype(dict.fromkeys(text, _pandas_string_dtype()))
 
 
 class StringLookup:
@@ -632,8 +633,6 @@ class PandasBackend:
     @staticmethod
     def _distinct_series(values: pa.Array) -> pd.Series:
         """Arrow strings as a series of the engine's string dtype (the bytes are not copied)."""
-        if not pa.types.is_large_string(values.type) and not pa.types.is_string(values.type):
-            values = values.cast(pa.large_string())
         return pd.Series(pd.arrays.ArrowExtensionArray(values)).astype(_pandas_string_dtype())
 
     def null_mask(self, obj: pd.Series | pd.DataFrame) -> np.ndarray:
@@ -850,10 +849,7 @@ class PandasBackend:
         >>> str(parts["s"].dtype), str(parts["o"].dtype), parts["o"].isna().tolist()
         ('string', 'str', [False, True])
         """
-        text = [name for name, dtype in frame.dtypes.items() if isinstance(dtype, np.dtype) and dtype.kind == "O"]
-        if text:
-            frame = frame.astype(dict.fromkeys(text, _pandas_string_dtype()))
-        return _own_strings(dd.from_pandas, frame, npartitions=max(1, npartitions), sort=False)
+        return _own_strings(dd.from_pandas, _text_as_strings(frame), npartitions=max(1, npartitions), sort=False)
 
     def from_map_ddf(self, read: Any, pieces: Sequence[Any], meta: pd.DataFrame, label: str) -> dd.DataFrame:
         """A collection of one partition per piece, ``read(piece)`` (``dd.from_map``), its
@@ -1011,17 +1007,16 @@ def _byte_order(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _dictionary_indices(chunk: pa.DictionaryArray) -> np.ndarray:
-    """A chunk's dictionary indices, nulls pointing one past the dictionary, in the chunk's own
-    integer type where it holds that slot (int64 otherwise): NumPy gathers and counts with any
-    integer type, and indices without nulls are then read without a copy."""
+    """A chunk's dictionary indices, nulls pointing one past the dictionary. NumPy gathers and
+    counts with any integer type: indices without nulls are read as they are (no copy), and
+    with nulls they keep their type where it holds the extra slot (int64 otherwise)."""
     indices = chunk.indices
-    wide = indices.type if np.iinfo(indices.type.to_pandas_dtype()).max >= len(chunk.dictionary) else pa.int64()
     if indices.null_count:
         import pyarrow.compute as pc
 
-        indices = pc.fill_null(indices.cast(wide), pa.scalar(len(chunk.dictionary), wide))
-    elif indices.type != wide:
-        indices = indices.cast(wide)
+        slot = len(chunk.dictionary)
+        wide = indices.type if np.iinfo(indices.type.to_pandas_dtype()).max >= slot else pa.int64()
+        indices = pc.fill_null(indices.cast(wide), pa.scalar(slot, wide))
     return indices.to_numpy(zero_copy_only=False)
 
 

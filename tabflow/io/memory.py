@@ -81,7 +81,7 @@ def release_freed_memory() -> bool:
     >>> release_freed_memory() == bool(keep_large_buffers_mapped())  # False off glibc
     True
     """
-    if not _applied or _libc is None:
+    if _libc is None:  # set only where a threshold was applied
         return False
     _libc.malloc_trim(0)
     return True

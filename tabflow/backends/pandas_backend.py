@@ -853,7 +853,18 @@ class PandasBackend:
 
     def from_map_ddf(self, read: Any, pieces: Sequence[Any], meta: pd.DataFrame, label: str) -> dd.DataFrame:
         """A collection of one partition per piece, ``read(piece)`` (``dd.from_map``), its
-        string columns as ``read`` gives them."""
+        string columns as ``read`` gives them (dask's own conversion of strings is off).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> pandas = get_backend("pandas")
+        >>> read = lambda n: pd.DataFrame({"s": pd.Series(["x"] * n, dtype="string"), "n": range(n)})
+        >>> ddf = pandas.from_map_ddf(read, [1, 2], read(0), "example-read")
+        >>> ddf.npartitions, str(ddf.compute()["s"].dtype), ddf.compute()["n"].tolist()
+        (2, 'string', [0, 0, 1])
+        """
         return _own_strings(dd.from_map, read, pieces, meta=meta, label=label, enforce_metadata=False)
 
     @staticmethod

@@ -380,6 +380,7 @@ class StrictBackend(PandasBackend):
         return _to_device(super().lookup(table, keys))
 
     def map_distinct(self, series: Any, function: Callable[[Any], Any], dtype: str) -> Any:
+        """The pandas engine's answers, as a device array."""
         answers = super().map_distinct(series, function, dtype)
         return None if answers is None else _to_device(answers)
 

@@ -253,47 +253,6 @@ def _is_sorted_unique(data, offsets):
     return True
 
 
-@numba.njit(inline="always", cache=True)
-def _append(out_data, out_offsets, k, data, offsets, i):
-    start = offsets[i]
-    length = offsets[i + 1] - start
-    position = out_offsets[k]
-    out_data[position : position + length] = data[start : start + length]
-    out_offsets[k + 1] = position + length
-
-
-@numba.njit(cache=True, nogil=True)
-def _merge_runs(a_data, a_offsets, a_counts, b_data, b_offsets, b_counts):
-    n_a, n_b = a_counts.shape[0], b_counts.shape[0]
-    out_data = np.empty((a_offsets[n_a] - a_offsets[0]) + (b_offsets[n_b] - b_offsets[0]), dtype=np.uint8)
-    out_offsets = np.zeros(n_a + n_b + 1, dtype=np.int64)
-    out_counts = np.empty(n_a + n_b, dtype=np.int64)
-    i = j = k = 0
-    while i < n_a and j < n_b:
-        order = _compare(a_data, a_offsets[i], a_offsets[i + 1] - a_offsets[i], b_data, b_offsets[j], b_offsets[j + 1] - b_offsets[j])
-        if order <= 0:
-            _append(out_data, out_offsets, k, a_data, a_offsets, i)
-            out_counts[k] = a_counts[i] + (b_counts[j] if order == 0 else 0)
-            j += order == 0
-            i += 1
-        else:
-            _append(out_data, out_offsets, k, b_data, b_offsets, j)
-            out_counts[k] = b_counts[j]
-            j += 1
-        k += 1
-    while i < n_a:
-        _append(out_data, out_offsets, k, a_data, a_offsets, i)
-        out_counts[k] = a_counts[i]
-        i += 1
-        k += 1
-    while j < n_b:
-        _append(out_data, out_offsets, k, b_data, b_offsets, j)
-        out_counts[k] = b_counts[j]
-        j += 1
-        k += 1
-    return out_data[: out_offsets[k]], out_offsets[: k + 1], out_counts[:k]
-
-
 # Sorting strings by their first eight bytes as one integer (big-endian, zero-padded) is a
 # plain integer sort, several times faster than comparing strings; only strings whose first
 # eight bytes agree need a byte comparison, and short runs of them are settled in place.
@@ -344,6 +303,71 @@ def _settle_ties(order, keys, data, offsets):
     return True
 
 
+@numba.njit(cache=True)
+def _bytes_order(a_data, a_offsets, i, b_data, b_offsets, j):
+    return _compare(a_data, a_offsets[i], a_offsets[i + 1] - a_offsets[i], b_data, b_offsets[j], b_offsets[j + 1] - b_offsets[j])
+
+
+@numba.njit(cache=True, nogil=True)
+def _keys_ascend(keys, data, offsets):
+    # Whether the strings ascend strictly, their prefix keys deciding unless they tie.
+    for i in range(keys.shape[0] - 1):
+        if keys[i + 1] < keys[i] or (keys[i + 1] == keys[i] and _bytes_order(data, offsets, i, data, offsets, i + 1) >= 0):
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_runs(a_data, a_offsets, a_counts, a_keys, b_data, b_offsets, b_counts, b_keys):
+    # Two strictly ascending runs into one, with the prefix keys of the result.
+    n_a, n_b = a_counts.shape[0], b_counts.shape[0]
+    out_data = np.empty((a_offsets[n_a] - a_offsets[0]) + (b_offsets[n_b] - b_offsets[0]), dtype=np.uint8)
+    out_offsets = np.empty(n_a + n_b + 1, dtype=np.int64)
+    out_counts = np.empty(n_a + n_b, dtype=np.int64)
+    out_keys = np.empty(n_a + n_b, dtype=np.uint64)
+    out_offsets[0] = 0
+    i = j = k = position = 0
+    while i < n_a or j < n_b:
+        # The order of a[i] and b[j] (-1: a first), from their prefix keys where they differ.
+        # The comparison is written out: in a called helper (even one numba inlines) the
+        # merge ran 3-4x slower.
+        if j == n_b:
+            order = -1
+        elif i == n_a:
+            order = 1
+        else:
+            key_a = a_keys[i]
+            key_b = b_keys[j]
+            if key_a != key_b:
+                order = -1 if key_a < key_b else 1
+            else:
+                order = _bytes_order(a_data, a_offsets, i, b_data, b_offsets, j)
+        if order <= 0:
+            start = a_offsets[i]
+            length = a_offsets[i + 1] - start
+            for byte in range(length):
+                out_data[position + byte] = a_data[start + byte]
+            count = a_counts[i]
+            if order == 0:
+                count += b_counts[j]
+                j += 1
+            out_counts[k] = count
+            out_keys[k] = a_keys[i]
+            i += 1
+        else:
+            start = b_offsets[j]
+            length = b_offsets[j + 1] - start
+            for byte in range(length):
+                out_data[position + byte] = b_data[start + byte]
+            out_counts[k] = b_counts[j]
+            out_keys[k] = b_keys[j]
+            j += 1
+        position += length
+        k += 1
+        out_offsets[k] = position
+    return out_data[:position], out_offsets[: k + 1], out_counts[:k], out_keys[:k]
+
+
 def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
     """Indices that put the strings of Arrow-style buffers in ascending byte order (equal
     strings keep their order), or None when too many share their first eight bytes for the
@@ -381,12 +405,14 @@ def is_sorted_unique(data: np.ndarray, offsets: np.ndarray) -> bool:
 
 def merge_sorted_counts(
     runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Merge count tables whose strings ascend strictly: the union, ascending, counts summed.
 
     Each run is ``(data, offsets, counts)`` of unique strings in byte order (Arrow's sort
     order). Merging sorted runs compares neighbours instead of hashing every string again,
-    and its result is sorted too, so a vocabulary built from it needs no string sort.
+    and its result is sorted too, so a vocabulary built from it needs no string sort. The
+    merge checks the order as it goes: None when a run does not ascend strictly (a repeated
+    or misplaced string), for the caller to count another way.
 
     Examples
     --------
@@ -396,19 +422,41 @@ def merge_sorted_counts(
     >>> data, offsets, counts = merge_sorted_counts([run(b"ac", [0, 1, 2], [1, 2]), run(b"bc", [0, 1, 2], [5, 1])])
     >>> bytes(data), offsets.tolist(), counts.tolist()
     (b'abc', [0, 1, 2, 3], [1, 5, 3])
+    >>> merge_sorted_counts([run(b"ba", [0, 1, 2], [1, 1])]) is None
+    True
     """
-    runs = [(*_buffers(data, offsets, np.zeros(0, np.bool_))[:2], np.ascontiguousarray(counts, dtype=np.int64)) for data, offsets, counts in runs]
+    # Each string's first eight bytes as one integer settle most comparisons. A merged run
+    # keeps its strings' keys; a given run gets its keys (and its check: a merge of
+    # ascending runs ascends) when it is first merged, so that the keys of runs still waiting
+    # are not held.
+    prepared = []
+    for data, offsets, counts in runs:
+        data, offsets, _ = _buffers(data, offsets, np.zeros(0, np.bool_))
+        prepared.append((data, offsets, np.ascontiguousarray(counts, dtype=np.int64), None))
+    if not prepared:
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int64)
+    if len(prepared) == 1:
+        data, offsets, counts, _ = prepared[0]
+        return (data, offsets, counts) if _is_sorted_unique(data, offsets) else None
     # The two shortest runs merge first (each merge copies both runs' strings): a large run,
     # such as the running total of a fit with a few partitions' counts, is then copied once,
     # where pairwise rounds copied it once per round.
-    heap = [(len(run[2]), k, run) for k, run in enumerate(runs)]
+    heap = [(len(run[2]), k, run) for k, run in enumerate(prepared)]
+    del prepared
     heapq.heapify(heap)
     order = len(heap)
     while len(heap) > 1:
-        _, _, a = heapq.heappop(heap)
-        _, _, b = heapq.heappop(heap)
-        merged = _merge_runs(*a, *b)
-        del a, b
+        pair = []
+        for _ in range(2):
+            data, offsets, counts, keys = heapq.heappop(heap)[2]
+            if keys is None:
+                keys = _prefix_keys(data, offsets)
+                if not _keys_ascend(keys, data, offsets):
+                    return None
+            pair.append((data, offsets, counts, keys))
+        merged = _merge_runs(*pair[0], *pair[1])
+        del pair, data, offsets, counts, keys
         heapq.heappush(heap, (len(merged[2]), order, merged))
         order += 1
-    return heap[0][2]
+    data, offsets, counts, _ = heap[0][2]
+    return data, offsets, counts

@@ -535,23 +535,27 @@ class PandasBackend:
         >>> merged["value"].tolist(), merged["n"].tolist()
         (['a', 'b', 'c'], [1, 5, 3])
         """
-        from tabflow.backends._string_table import is_sorted_unique, merge_sorted_counts
+        from tabflow.backends._string_table import merge_sorted_counts
 
         keys = [c for c in frames[0].columns if c != count_column]
         if len(keys) == 1 and all(self.is_string_dtype(f[keys[0]].dtype) and f[keys[0]].dtype == frames[0][keys[0]].dtype for f in frames):
             runs = []
             for frame in frames:
                 data, offsets, valid = self._string_buffers(frame[keys[0]])
-                if not valid.all() or not is_sorted_unique(data, offsets):
+                if not valid.all():
                     break
                 runs.append((data, offsets, frame[count_column].to_numpy(dtype=np.int64)))
             else:
-                data, offsets, counts = merge_sorted_counts(runs)
-                values = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data))
-                return pd.DataFrame({
-                    keys[0]: pd.Series(pd.array(values, dtype=frames[0][keys[0]].dtype)),
-                    count_column: counts,
-                })
+                # None: some table's strings do not ascend (the merge checks as it goes).
+                merged = merge_sorted_counts(runs)
+                del runs
+                if merged is not None:
+                    data, offsets, counts = merged
+                    values = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data))
+                    return pd.DataFrame({
+                        keys[0]: pd.Series(pd.array(values, dtype=frames[0][keys[0]].dtype)),
+                        count_column: counts,
+                    })
         combined = self.concat_rows(list(frames))
         return combined.groupby(keys, dropna=False, sort=False)[count_column].sum().reset_index()
 
@@ -1035,7 +1039,7 @@ def _dictionary_value_counts(encoded: pa.ChunkedArray, name: Any) -> pd.Series |
     """:meth:`PandasBackend.value_counts` of dictionary-encoded strings: each chunk's indices
     counted, its present dictionary values sorted, the chunks merged as sorted runs.
     None when a dictionary repeats a value or holds a null (then the caller decodes)."""
-    from tabflow.backends._string_table import is_sorted_unique, merge_sorted_counts
+    from tabflow.backends._string_table import merge_sorted_counts
 
     runs = []
     for chunk in encoded.chunks:
@@ -1048,13 +1052,12 @@ def _dictionary_value_counts(encoded: pa.ChunkedArray, name: Any) -> pd.Series |
         order = _byte_order(dictionary)
         order = order[counts[order] > 0]
         data, offsets, _ = _arrow_string_buffers(dictionary.take(pa.array(order)))
-        if not is_sorted_unique(data, offsets):
-            return None
         runs.append((data, offsets, counts[order].astype(np.int64)))
-    if len(runs) == 1:
-        data, offsets, counts = runs[0]
-    else:
-        data, offsets, counts = merge_sorted_counts(runs) if runs else (np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    # None: a dictionary repeats a value (the merge checks that every run ascends strictly).
+    merged = merge_sorted_counts(runs)
+    if merged is None:
+        return None
+    data, offsets, counts = merged
     values = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data))
     index = pd.Index(pd.array(values, dtype=_pandas_string_dtype()), name=name)
     return pd.Series(counts, index=index, name="count")

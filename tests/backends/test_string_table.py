@@ -178,3 +178,50 @@ def test_byte_order_declines_long_runs_of_shared_prefixes():
     # value_counts then sorts by comparison: the same ascending order either way.
     counts = PANDAS.value_counts(pd.Series(values, dtype="str"))
     assert counts.index.tolist() == sorted(values)
+
+
+def _run(values, counts=None):
+    array = pa.array(values, type=pa.large_string())
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], np.int64)[: len(array) + 1]
+    return np.frombuffer(buffers[2] or b"", np.uint8), offsets, np.asarray(counts if counts is not None else [1] * len(values), np.int64)
+
+
+@pytest.mark.parametrize("runs", [2, 5, 9])
+def test_merging_strings_that_share_their_first_eight_bytes_orders_them_by_every_byte(runs):
+    # Strings alike in their first eight bytes tie on the integer keys the merge compares
+    # first; their order and sums come from the bytes after them (a NUL and a shorter
+    # string included).
+    from tabflow.backends._string_table import merge_sorted_counts
+
+    rng = np.random.default_rng(runs)
+    pool = ["user_000" + tail for tail in ["", "\x00", "\x00\x00", "1", "10", "2", "é", "1" * 30]] + ["user_00", "a", ""]
+    tables, reference = [], {}
+    for _ in range(runs):
+        chosen = sorted(set(rng.choice(pool, size=int(rng.integers(1, len(pool))))), key=str.encode)
+        counts = rng.integers(1, 100, size=len(chosen))
+        tables.append(_run(chosen, counts))
+        for value, count in zip(chosen, counts):
+            reference[value] = reference.get(value, 0) + int(count)
+    data, offsets, counts = merge_sorted_counts(tables)
+    merged = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data)).to_pylist()
+    assert merged == sorted(reference, key=str.encode)
+    assert counts.tolist() == [reference[value] for value in merged]
+
+
+@pytest.mark.parametrize("bad", [["b", "a"], ["a", "a"], ["x", "y", "user_0001", "user_0000"]])
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_a_run_out_of_order_anywhere_is_refused_and_the_counts_are_grouped(bad, position):
+    from tabflow.backends._string_table import merge_sorted_counts
+
+    good = [["a", "c"], ["b", "user_0000"]]
+    tables = [*good[:position], bad, *good[position:]]
+    assert merge_sorted_counts([_run(t) for t in tables]) is None
+    # The engine's merge of such count tables groups them instead, exactly.
+    frames = [pd.DataFrame({"value": pd.Series(t, dtype="str"), "count": np.ones(len(t), np.int64)}) for t in tables]
+    merged = PANDAS.sum_counts(frames, "count")
+    reference: dict[str, int] = {}
+    for t in tables:
+        for value in t:
+            reference[value] = reference.get(value, 0) + 1
+    assert dict(zip(merged["value"], merged["count"].tolist())) == reference

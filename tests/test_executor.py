@@ -141,3 +141,59 @@ def test_categorify_pickles_without_its_engine_tables(make):
     # The copy builds its own tables and encodes the same way.
     pd.testing.assert_frame_equal(GraphRunner([copied.output_node], copied.input_schema).transform(_frame(500, seed=5)), expected)
     assert copied_op.__dict__["_tables"]
+
+
+class _Counted(nvt.ops.Operator):
+    """Adds one to its columns, recording which earlier outputs of the same log are still
+    alive when it runs (``log``: weak references to the outputs' arrays, in the order made)."""
+
+    def __init__(self, log: list) -> None:
+        self.log = log
+
+    def transform(self, col_selector, df):
+        import weakref
+
+        alive = [i for i, (_, ref) in enumerate(self.log) if ref() is not None]
+        # An array of its own, watched: the frames the graph passes on wrap it, not copy it.
+        values = df[col_selector.names].to_numpy(dtype=np.float64) + 1
+        self.log.append((alive, weakref.ref(values)))
+        return pd.DataFrame(values, columns=col_selector.names, index=df.index, copy=False)
+
+
+def test_a_chain_of_ops_holds_the_output_it_reads_not_all_before_it():
+    log: list = []
+    chain = ["x"]
+    for _ in range(4):
+        chain = chain >> _Counted(log)
+    workflow = nvt.Workflow(chain)
+    frame = pd.DataFrame({"x": np.arange(5.0)})
+    # A Dataset: transformed partition by partition by the graph runner (a small in-memory
+    # frame takes the serving plan instead).
+    out = workflow.fit_transform(nvt.Dataset(frame)).compute()
+    assert out["x"].tolist() == (frame["x"] + 4).tolist()
+    # Each op sees only its own input alive: the outputs before it were let go.
+    assert [alive for alive, _ in log[-4:]] == [[], [len(log) - 4], [len(log) - 3], [len(log) - 2]]
+
+
+def test_an_output_read_by_two_ops_is_held_until_both_have_run():
+    log: list = []
+    shared = ["x"] >> _Counted(log)
+    workflow = nvt.Workflow((shared >> _Counted(log) >> nvt.ops.Rename(postfix="_a")) + (shared >> _Counted(log) >> nvt.ops.Rename(postfix="_b")))
+    frame = pd.DataFrame({"x": np.arange(5.0)})
+    out = workflow.fit_transform(nvt.Dataset(frame)).compute()
+    assert out["x_a"].tolist() == out["x_b"].tolist() == (frame["x"] + 2).tolist()
+    first, second, third = log[-3:]
+    start = len(log) - 3
+    assert start in second[0] and start in third[0]  # the shared output, alive for both readers
+
+
+def test_consumer_counts_count_every_edge_read():
+    from tabflow.graph.executor import consumer_counts
+
+    shared = ["x"] >> nvt.ops.LogOp()
+    top = (shared >> nvt.ops.Rename(postfix="_a")) + (shared >> nvt.ops.Rename(postfix="_b"))
+    counts = consumer_counts([top], inputs_only=False)
+    assert counts[shared.id] == 2
+    assert counts == consumer_counts([top], inputs_only=False)  # a fresh count each call
+    assert top.id not in counts  # the root's output is the caller's
+    assert consumer_counts([top], inputs_only=True)[top.parents[0].id] == 1

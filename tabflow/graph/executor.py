@@ -131,12 +131,13 @@ class GraphRunner:
         targets, input_schema = self._live_graph()
         if input_schema is not None:
             frame = conform(frame, input_schema)
-        return evaluate(targets[0], frame, {})
+        return evaluate(targets[0], frame, {}, consumer_counts([targets[0]], inputs_only=False))
 
     def node_inputs(self, frame: Frame) -> list[Frame]:
         """What each target node's op receives for ``frame`` (parents' and dependencies' columns)."""
         cache: dict[int, Any] = {}
-        return [_node_input(node, frame, cache) for node in self.targets]
+        remaining = consumer_counts(self.targets, inputs_only=True)
+        return [_node_input(node, frame, cache, remaining) for node in self.targets]
 
 
 def conform(frame: Frame, schema: Schema) -> Frame:
@@ -164,21 +165,66 @@ def conform(frame: Frame, schema: Schema) -> Frame:
     return frame.assign(**columns) if columns else frame
 
 
-def evaluate(node: Any, frame: Frame, cache: dict[int, Frame]) -> Frame:
-    """The output of ``node`` for the input ``frame`` (``cache`` holds nodes already run)."""
+def evaluate(node: Any, frame: Frame, cache: dict[int, Frame], remaining: dict[int, int] | None = None) -> Frame:
+    """The output of ``node`` for the input ``frame`` (``cache`` holds nodes already run).
+
+    With ``remaining`` (:func:`consumer_counts`), a node's output leaves ``cache`` once every
+    node reading it has run: a chain of ops then holds two of its outputs at a time, not all.
+    """
     if node.id in cache:
         return cache[node.id]
-    parents = [evaluate(p, frame, cache) for p in node.parents]
-    dependencies = [evaluate(d, frame, cache) for d in node.dependencies] if node.step.reads_dependencies else []
+    upstream = [*node.parents, *(node.dependencies if node.step.reads_dependencies else [])]
+    parents = [evaluate(p, frame, cache, remaining) for p in node.parents]
+    dependencies = [evaluate(d, frame, cache, remaining) for d in node.dependencies] if node.step.reads_dependencies else []
     out = node.step.run(node, parents, dependencies, frame)
     cache[node.id] = out
+    if remaining is not None:
+        del parents, dependencies
+        _consumed(upstream, cache, remaining)
     return out
 
 
-def _node_input(node: Any, frame: Frame, cache: dict[int, Frame]) -> Frame:
-    parts = [evaluate(p, frame, cache) for p in node.parents]
-    parts += [evaluate(d, frame, cache) for d in node.dependencies]
-    return input_frame(parts, node.input_schema.column_names, frame)
+def _node_input(node: Any, frame: Frame, cache: dict[int, Frame], remaining: dict[int, int] | None = None) -> Frame:
+    upstream = [*node.parents, *node.dependencies]
+    parts = [evaluate(n, frame, cache, remaining) for n in upstream]
+    out = input_frame(parts, node.input_schema.column_names, frame)
+    if remaining is not None:
+        del parts
+        _consumed(upstream, cache, remaining)
+    return out
+
+
+def consumer_counts(roots: Sequence[Any], inputs_only: bool) -> dict[int, int]:
+    """How many times each node's output is read while :func:`evaluate` computes ``roots``
+    (``inputs_only``: while :func:`_node_input` assembles their inputs): one per edge from a
+    node that runs to a parent or a dependency it reads. The roots' own outputs (with
+    ``inputs_only=False``) are not counted; they are what the caller keeps."""
+    counts: dict[int, int] = {}
+    seen: set[int] = set()
+    stack: list[Any] = []
+    for root in roots:
+        if inputs_only:
+            for upstream in [*root.parents, *root.dependencies]:
+                counts[upstream.id] = counts.get(upstream.id, 0) + 1
+                stack.append(upstream)
+        else:
+            stack.append(root)
+        while stack:
+            node = stack.pop()
+            if node.id in seen:
+                continue
+            seen.add(node.id)
+            for upstream in [*node.parents, *(node.dependencies if node.step.reads_dependencies else [])]:
+                counts[upstream.id] = counts.get(upstream.id, 0) + 1
+                stack.append(upstream)
+    return counts
+
+
+def _consumed(upstream: Sequence[Any], cache: dict[int, Frame], remaining: dict[int, int]) -> None:
+    for node in upstream:
+        remaining[node.id] -= 1
+        if remaining[node.id] == 0:
+            cache.pop(node.id, None)
 
 
 def _delayed(runner: GraphRunner, purpose: str) -> Any:

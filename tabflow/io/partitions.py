@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 from tabflow.io.cluster import active_client
 
@@ -44,7 +44,7 @@ def iter_partitions(
         yield from _windowed(lambda index: pool.submit(_then(convert, parts[index].compute), scheduler="sync"), order, prefetch)
 
 
-def iter_calls(calls: Sequence[Any], prefetch: int = 2, convert: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+def iter_calls(calls: Sequence[Any], prefetch: int = 2, convert: Callable[[Any], Any] | None = None) -> Generator[Any, None, None]:
     """Yield ``call()`` (or ``convert(call())``) for each call, in order, running up to
     ``prefetch`` ahead in threads."""
     with ThreadPoolExecutor(max_workers=max(1, prefetch), thread_name_prefix="tabflow-read") as pool:

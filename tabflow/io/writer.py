@@ -18,10 +18,13 @@ last; see there what an object store allows).
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import json
 import logging
 import os
+import threading
 import urllib.parse
 from typing import Any, Mapping, Sequence
 
@@ -30,9 +33,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tabflow.io import atomic, hugectr, remote_atomic
+from tabflow.io.cluster import active_client
 from tabflow.io.fs import filesystem, is_remote, local_path
 from tabflow.io.memory import keep_large_buffers_mapped
-from tabflow.io.partitions import iter_partitions
+from tabflow.io.partitions import iter_calls, iter_partitions
 from tabflow.io.progress import partition_bar
 from tabflow.io.readers._schema_files import schema_formats
 from tabflow.io.shuffle import Shuffle
@@ -300,24 +304,35 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
             ]
             pieces = _TablePieces()
         indices = range(nparts) if order is None else order
-        for index, frame in zip(indices, iter_partitions(ddf, order=order, prefetch=_prefetch(), client=client)):
-            data = pieces.prepare(frame, schema, backend, cast, arrow_schema)
-            if targets is None:
-                routed = _route(pieces, data, index, nparts, len(names), shuffle, rng)
-            else:
+        if shuffle is None and isinstance(pieces, _TablePieces) and active_client(client) is None:
+            # Without a shuffle each partition goes whole to one file, chosen by its place.
+            def file_of(index: int) -> int:
+                if targets is None:
+                    return index * len(names) // nparts
                 files = targets[index]
                 assert files is not None  # partitions without files are not in ``order``
-                if len(files) == 1:
-                    if shuffle is not None:
-                        data = pieces.take(data, rng.permutation(pieces.rows(data)))
-                    routed = [(files[0], data)]
+                return files[position[index] * len(files) // len(groups[files])]
+
+            _write_side_by_side(ddf, indices, file_of, outputs, lambda frame: pieces.prepare(frame, schema, backend, cast, arrow_schema), partition_done)
+        else:
+            for index, frame in zip(indices, iter_partitions(ddf, order=order, prefetch=_prefetch(), client=client)):
+                data = pieces.prepare(frame, schema, backend, cast, arrow_schema)
+                if targets is None:
+                    routed = _route(pieces, data, index, nparts, len(names), shuffle, rng)
                 else:
-                    group = len(groups[files])
-                    routed = [(files[k], piece) for k, piece in _route(pieces, data, position[index], group, len(files), shuffle, rng)]
-            for file_index, piece in routed:
-                if pieces.rows(piece):
-                    outputs[file_index].write(piece)
-            partition_done()
+                    files = targets[index]
+                    assert files is not None  # partitions without files are not in ``order``
+                    if len(files) == 1:
+                        if shuffle is not None:
+                            data = pieces.take(data, rng.permutation(pieces.rows(data)))
+                        routed = [(files[0], data)]
+                    else:
+                        group = len(groups[files])
+                        routed = [(files[k], piece) for k, piece in _route(pieces, data, position[index], group, len(files), shuffle, rng)]
+                for file_index, piece in routed:
+                    if pieces.rows(piece):
+                        outputs[file_index].write(piece)
+                partition_done()
         for out in outputs:
             out.close()
     finally:
@@ -332,6 +347,79 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
     # Footers come in file order (pyarrow's ``close`` appends each); the summary names each file.
     for name, footer in zip(names, footers):
         footer.set_file_path(name)
+
+
+def _write_side_by_side(ddf: Any, indices: Sequence[int], file_of: Any, outputs: list[Any], prepare: Any, partition_done: Any) -> None:
+    """Each partition computed, prepared and written by one of ``_prefetch() + 1`` threads.
+
+    Computing a partition takes longer than writing it, so one thread computing ahead of a
+    writing thread left the writer idle most of the time, and a core with it. Here every
+    thread computes a partition and writes it; partitions of one file still go in in their
+    order (a thread waits for the file's turn), so the files are those written one partition
+    after another, byte for byte. At most one partition per thread is held, as many as one
+    writer and its partitions computed ahead held.
+    """
+    parts = ddf.to_delayed()
+    turns = _FileTurns([file_of(index) for index in indices], indices)
+
+    def compute_and_write(index: int) -> None:
+        file = file_of(index)
+        try:
+            table = prepare(parts[index].compute(scheduler="sync"))
+        except BaseException:
+            turns.fail(file)
+            raise
+        turns.write(file, index, (lambda: outputs[file].write(table)) if table.num_rows else None)
+
+    results = iter_calls([functools.partial(compute_and_write, index) for index in indices], prefetch=_prefetch() + 1)
+    try:
+        for _ in results:
+            partition_done()
+    finally:
+        results.close()
+
+
+class _Abandoned(Exception):
+    """A partition not written because an earlier partition of its file failed."""
+
+
+class _FileTurns:
+    """Writes into files in a given order of partitions, from any thread: a partition's write
+    waits until the file's earlier partitions are written.
+
+    A partition that fails fails its file: the file's later partitions stop waiting and are
+    abandoned. Partitions of other files go on, and those before it in its file are written,
+    so the first error in partition order is the failed partition's own.
+    """
+
+    def __init__(self, files: Sequence[int], indices: Sequence[int]) -> None:
+        self._queues: dict[int, collections.deque] = {}
+        for file, index in zip(files, indices):
+            self._queues.setdefault(file, collections.deque()).append(index)
+        self._failed: set[int] = set()
+        self._changed = threading.Condition()
+
+    def write(self, file: int, index: int, action: Any) -> None:
+        """Run ``action`` (None: nothing to write) when it is partition ``index``'s turn in ``file``."""
+        queue = self._queues[file]
+        with self._changed:
+            self._changed.wait_for(lambda: file in self._failed or queue[0] == index)
+            if file in self._failed:
+                raise _Abandoned(f"partition {index} was not written: an earlier partition of its file failed")
+        try:
+            if action is not None:
+                action()  # alone in the file: its next partition waits for the popleft below
+        except BaseException:
+            self.fail(file)
+            raise
+        with self._changed:
+            queue.popleft()
+            self._changed.notify_all()
+
+    def fail(self, file: int) -> None:
+        with self._changed:
+            self._failed.add(file)
+            self._changed.notify_all()
 
 
 class _ArrowFile:
@@ -456,8 +544,8 @@ def _hive_value(value: Any) -> str:
 
 def _prefetch() -> int:
     """Partitions computed ahead of the one being written: one per core besides the writing
-    thread, at most two. Each is a partition held in memory; on two cores a second one ahead
-    adds its memory to the peak without writing any faster."""
+    thread, at most two (so at most three partitions in memory). Where partitions are written
+    side by side (:func:`_write_side_by_side`), one more than this computes and writes."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(2, cores - 1))
 

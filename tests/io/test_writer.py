@@ -259,3 +259,67 @@ def test_an_engines_own_parquet_writer_writes_what_pyarrow_writes(frame, tmp_pat
     assert summary.num_rows == len(frame)
     back = nvt.Dataset(str(tmp_path / "engine")).compute().sort_values("rid").reset_index(drop=True)
     pd.testing.assert_frame_equal(back, frame.reset_index(drop=True), check_dtype=False)
+
+
+def _slow_early_partitions(df, delays):
+    # The earlier a partition, the longer it takes: with several threads, later partitions
+    # finish first and wait for their file's turn.
+    import time
+
+    if len(df):
+        time.sleep(delays[int(df["rid"].iloc[0]) * len(delays) // 1000])
+    return df
+
+
+@pytest.mark.parametrize("layout", ["one file each", "files shared", "more files than partitions", "partition files", "empty partitions"])
+def test_partitions_written_side_by_side_give_the_files_of_one_at_a_time(frame, tmp_path, monkeypatch, layout):
+    # Several threads each compute and write partitions; a file's partitions still go in in
+    # their order, so the files are byte for byte those of one thread writing in turn.
+    import tabflow.io.writer as writer
+
+    frame = frame.drop(columns=["tags"])
+    ddf = dd.from_pandas(frame, npartitions=6)
+    ddf = ddf.map_partitions(_slow_early_partitions, [0.3, 0.25, 0.2, 0.15, 0.1, 0.0], meta=ddf._meta)
+    expected = frame
+    if layout == "empty partitions":
+        ddf, expected = ddf[ddf["rid"] < 300], frame[frame["rid"] < 300]
+    options = {"one file each": {}, "files shared": {"output_files": 4}, "more files than partitions": {"output_files": 8},
+               "partition files": {"output_files": {"a.parquet": [0, 1, 2], "b.parquet": [3], "c.parquet": [4, 5]}},
+               "empty partitions": {"output_files": 3}}[layout]
+    written = {}
+    for threads in (1, 4):
+        monkeypatch.setattr(writer, "_prefetch", lambda threads=threads: threads - 1)
+        nvt.Dataset(ddf).to_parquet(str(tmp_path / str(threads)), **options)
+        # HugeCTR's file list names the files by their full paths.
+        written[threads] = {name: data.replace(str(tmp_path / str(threads)).encode(), b"OUT") for name, data in _contents(tmp_path / str(threads)).items()}
+    assert written[4] == written[1]
+    back = _read_back(tmp_path / "4")
+    if layout == "partition files":  # a.parquet, b.parquet, c.parquet: the partitions' order
+        assert sorted(back["rid"].tolist()) == expected["rid"].tolist()
+    else:
+        assert back["rid"].tolist() == expected["rid"].tolist()
+    for name in written[4]:
+        if name.endswith(".parquet"):  # within each file, rows in partition order
+            rids = pq.read_table(tmp_path / "4" / name)["rid"].to_pylist()
+            assert rids == sorted(rids)
+
+
+def _fails_slowly(df, marker):
+    import time
+
+    if len(df) and df["rid"].iloc[0] == marker:
+        time.sleep(0.2)  # the partitions after it finish first, then wait for its turn
+        raise RuntimeError("partition failed")
+    return df
+
+
+def test_a_failed_partition_written_side_by_side_raises_its_own_error(tmp_path, frame, monkeypatch):
+    import tabflow.io.writer as writer
+
+    monkeypatch.setattr(writer, "_prefetch", lambda: 3)
+    ddf = dd.from_pandas(frame, npartitions=6)
+    marker = int(ddf.get_partition(1).compute()["rid"].iloc[0])
+    ddf = ddf.map_partitions(_fails_slowly, marker, meta=ddf._meta)
+    with pytest.raises(RuntimeError, match="partition failed"):
+        nvt.Dataset(ddf).to_parquet(str(tmp_path / "out"), output_files=2)  # partitions 0-2 share a file
+    assert os.listdir(tmp_path) == []

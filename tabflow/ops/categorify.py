@@ -6,6 +6,7 @@ import concurrent.futures
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 import weakref
 from typing import Any, Mapping
@@ -587,12 +588,19 @@ class Categorify(SchemaFromColumns, StatOperator):
         # One hash table per vocabulary and engine, built on first use and shared by the
         # partitions that follow: rebuilding it per partition would dominate the transform.
         tables = self.__dict__.setdefault("_tables", {})
-        if (key, backend.name) not in tables:
-            vocab = self.vocabs_[key]
-            keys = vocab[[c for c in vocab.columns if c != _vocab.COUNT]]
-            keys = keys["value"] if list(keys.columns) == ["value"] else keys
-            tables[(key, backend.name)] = backend.lookup_table(backend.from_host(keys))
-        return tables[(key, backend.name)]
+        table = tables.get((key, backend.name))
+        if table is None:
+            # Partitions transformed side by side start together: without a lock each thread
+            # would build every table (twice the work, and twice the memory until one copy is
+            # dropped). ``setdefault`` hands every thread the same lock.
+            with tables.setdefault(("building", key, backend.name), threading.Lock()):
+                table = tables.get((key, backend.name))
+                if table is None:
+                    vocab = self.vocabs_[key]
+                    keys = vocab[[c for c in vocab.columns if c != _vocab.COUNT]]
+                    keys = keys["value"] if list(keys.columns) == ["value"] else keys
+                    table = tables[(key, backend.name)] = backend.lookup_table(backend.from_host(keys))
+        return table
 
     # ------------------------------------------------------------------ schema
     @property

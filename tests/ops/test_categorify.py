@@ -733,3 +733,45 @@ def test_get_embedding_sizes_method(frame):
     assert ops.get_embedding_sizes(wf)["s"] == sizes["s"]
     with pytest.raises(KeyError, match="nope"):
         op.get_embedding_sizes(["nope"])
+
+
+def test_threads_transforming_at_once_build_each_lookup_table_once(monkeypatch):
+    # Partitions written side by side reach a freshly fitted Categorify together: each
+    # vocabulary's table is built by one of them and shared, and every thread encodes alike.
+    import threading
+    import time
+
+    from tabflow.backends.pandas_backend import PandasBackend
+    from tabflow.selector import ColumnSelector
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({name: pd.Series(rng.choice([f"{name}{k}" for k in range(50)], size=400), dtype="str") for name in ["a", "b", "c"]})
+    op = ops.Categorify()
+    nvt.Workflow(["a", "b", "c"] >> op).fit(nvt.Dataset(frame))
+    built = []
+    build = PandasBackend.lookup_table
+
+    def slow_build(self, keys):
+        built.append(len(keys))
+        time.sleep(0.05)  # long enough for every thread to ask while the first builds
+        return build(self, keys)
+
+    monkeypatch.setattr(PandasBackend, "lookup_table", slow_build)
+    results = [None] * 4
+    barrier = threading.Barrier(4)
+
+    def encode(i):
+        barrier.wait()
+        results[i] = op.transform(ColumnSelector(["a", "b", "c"]), frame)
+
+    threads = [threading.Thread(target=encode, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(built) == 3  # one table per vocabulary
+    for result in results[1:]:
+        assert_frame_equal(result, results[0])
+    expected = {name: dict(zip(op.vocabs_[name]["value"], range(3, 3 + len(op.vocabs_[name])))) for name in "abc"}
+    for name in "abc":
+        assert results[0][name].tolist() == [expected[name][v] for v in frame[name]]

@@ -105,3 +105,44 @@ def test_fitted_names_without_underscore_load_only_for_registered_ops(monkeypatc
     loaded = nvt.Workflow.load(str(tmp_path / "wf"))
     assert loaded.ops[0].total == 8.0
     pd.testing.assert_frame_equal(loaded.transform(frame), frame / 8.0)
+
+
+class _Prepared(nvt.ops.Operator):
+    """Doubles its columns with a factor derived on first use (counted, and slow to make)."""
+
+    _derived_attributes = ("_prepared",)
+
+    def __init__(self, factor: float = 2.0) -> None:
+        self.factor = factor
+
+    def _factor(self, builds: list) -> float:
+        def build() -> float:
+            import time
+
+            builds.append(1)
+            time.sleep(0.05)  # every thread asks while the first one builds
+            return self.factor
+
+        return self._derived("_prepared", "factor", build)
+
+
+def test_a_derived_attribute_is_built_once_whichever_threads_ask_and_left_out_of_pickles():
+    import pickle
+    import threading
+
+    op, builds, got = _Prepared(3.0), [], []
+    barrier = threading.Barrier(6)
+
+    def ask():
+        barrier.wait()
+        got.append(op._factor(builds))
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1 and got == [3.0] * 6
+    copy = pickle.loads(pickle.dumps(op))
+    assert "_prepared" not in copy.__dict__  # derived again where the copy runs
+    assert copy._factor(builds) == 3.0 and len(builds) == 2

@@ -54,6 +54,10 @@ from tabflow.graph.node import Node, as_group
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import ColumnSchema, Schema
 
+# One lock for every op's derived attributes (see Operator._derived): builds are rare, and an
+# RLock lets a build use another op's derived attribute.
+_BUILDING_DERIVED = threading.RLock()
+
 __all__ = [
     "Operator",
     "StatOperator",
@@ -263,8 +267,8 @@ class Operator(metaclass=_OperatorMeta):
 
     #: Attributes an op derives on first use from its parameters and fitted state (an
     #: engine's hash tables, prepared matrices). They are left out of pickles, which they
-    #: could dwarf, and rebuilt wherever the op runs; the op reads them with
-    #: ``self.__dict__.get`` or ``setdefault``.
+    #: could dwarf, and rebuilt wherever the op runs; the op reads their entries with
+    #: :meth:`_derived`.
     _derived_attributes: tuple[str, ...] = ()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -272,6 +276,22 @@ class Operator(metaclass=_OperatorMeta):
         for name in self._derived_attributes:
             state.pop(name, None)
         return state
+
+    def _derived(self, name: str, key: Any, build: Callable[[], Any]) -> Any:
+        """Entry ``key`` of the derived attribute ``name`` (a dict, one of
+        ``_derived_attributes``), made by ``build()`` on first use.
+
+        Threads that transform partitions side by side reach a fresh op together; one of them
+        builds the entry while the others wait for it, instead of each building its own copy
+        (as much work again, and as much memory until the copies are dropped).
+        """
+        entries = self.__dict__.setdefault(name, {})
+        if key in entries:
+            return entries[key]
+        with _BUILDING_DERIVED:
+            if key not in entries:
+                entries[key] = build()
+            return entries[key]
 
     def get_params(self) -> dict[str, Any]:
         """The constructor's parameters as stored on the instance."""

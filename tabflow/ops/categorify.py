@@ -6,7 +6,6 @@ import concurrent.futures
 import os
 import shutil
 import tempfile
-import threading
 import warnings
 import weakref
 from typing import Any, Mapping
@@ -325,8 +324,8 @@ class Categorify(SchemaFromColumns, StatOperator):
             return {}
         if self.out_path is not None:
             return {key: _vocab_files.unique_path(self.out_path, key) for key in self.vocabs_}
-        cache = self.__dict__.setdefault("_tables", {})
-        if _PRIVATE_CATEGORIES not in cache:
+
+        def write() -> dict[str, str]:
             directory = tempfile.mkdtemp(prefix="tabflow-categories-")
             weakref.finalize(self, shutil.rmtree, directory, True)
             tables = {}
@@ -339,8 +338,9 @@ class Categorify(SchemaFromColumns, StatOperator):
                 unique = _vocab_files.unique_table(unit, host, n_oov, counted, shift)
                 # How many rows fell in each range was not kept after fitting.
                 tables[key] = (unique, _vocab_files.meta_table(n_oov, len(unique), None, shift=shift))
-            cache[_PRIVATE_CATEGORIES] = _vocab_files.write_vocabularies(directory, tables, {})
-        return dict(cache[_PRIVATE_CATEGORIES])
+            return _vocab_files.write_vocabularies(directory, tables, {})
+
+        return dict(self._derived("_tables", _PRIVATE_CATEGORIES, write))
 
     def _shift(self, key: str) -> int:
         # Workflows saved before single_table existed have no offsets_.
@@ -587,20 +587,13 @@ class Categorify(SchemaFromColumns, StatOperator):
     def _table(self, key: str, backend: Any) -> Any:
         # One hash table per vocabulary and engine, built on first use and shared by the
         # partitions that follow: rebuilding it per partition would dominate the transform.
-        tables = self.__dict__.setdefault("_tables", {})
-        table = tables.get((key, backend.name))
-        if table is None:
-            # Partitions transformed side by side start together: without a lock each thread
-            # would build every table (twice the work, and twice the memory until one copy is
-            # dropped). ``setdefault`` hands every thread the same lock.
-            with tables.setdefault(("building", key, backend.name), threading.Lock()):
-                table = tables.get((key, backend.name))
-                if table is None:
-                    vocab = self.vocabs_[key]
-                    keys = vocab[[c for c in vocab.columns if c != _vocab.COUNT]]
-                    keys = keys["value"] if list(keys.columns) == ["value"] else keys
-                    table = tables[(key, backend.name)] = backend.lookup_table(backend.from_host(keys))
-        return table
+        def build() -> Any:
+            vocab = self.vocabs_[key]
+            keys = vocab[[c for c in vocab.columns if c != _vocab.COUNT]]
+            keys = keys["value"] if list(keys.columns) == ["value"] else keys
+            return backend.lookup_table(backend.from_host(keys))
+
+        return self._derived("_tables", (key, backend.name), build)
 
     # ------------------------------------------------------------------ schema
     @property

@@ -80,12 +80,11 @@ class ColumnSimilarity(Operator):
 
     def _matrices(self) -> tuple[Any, Any]:
         # Weighted, normalised copies are derived from the parameters once per process.
-        prepared = self.__dict__.get("_prepared")
-        if prepared is None:
+        def build() -> tuple[Any, Any]:
             left = _weigh(self.left_features, self.metric)
-            right = left if self.right_features is None else _weigh(self.right_features, self.metric)
-            prepared = self.__dict__["_prepared"] = (left, right)
-        return prepared
+            return left, (left if self.right_features is None else _weigh(self.right_features, self.metric))
+
+        return self._derived("_prepared", "matrices", build)
 
     def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)

@@ -164,15 +164,15 @@ class JoinExternal(Operator):
         external key that is also an output column keeps its own dtype and, in a left join,
         is null where nothing matched (as pandas' ``merge(left_on=, right_on=)`` gives).
         """
-        prepared = self.__dict__.setdefault("_prepared", {})
-        if backend.name not in prepared:
+        def build() -> Any:
             host = self._host_table()
             _, on_ext = self._keys()
             table = host[list(on_ext)].set_axis(_join_keys(len(on_ext)), axis=1)
             for column in self._ext_schema():
                 table[column.name] = get_backend("pandas").astype(host[column.name], column.dtype)
-            prepared[backend.name] = backend.from_host(table)
-        return prepared[backend.name]
+            return backend.from_host(table)
+
+        return self._derived("_prepared", backend.name, build)
 
     def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)

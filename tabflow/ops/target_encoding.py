@@ -246,7 +246,7 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             _vocab_files.write_statistics(self.out_path, self._nvtabular_tables(statistics, fold_statistics, targets))
         self.means_, self.partitions_, self.encodings_, self.oof_encodings_ = means, partitions, encodings, oof_encodings
         self.statistics_, self.fold_statistics_ = statistics, fold_statistics
-        self._stats_files: dict[str, str] = {}
+        self._stats_files: dict[str, Any] = {}
 
     def _prior(self, target: str, total: float, count: float) -> float:
         if isinstance(self.target_mean, dict):
@@ -301,17 +301,17 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
                 "this TargetEncoding was fitted by a tabflow that kept no statistics tables (a workflow saved by "
                 "an earlier release): fit the workflow again to read its statistics files"
             )
-        tables = self.__dict__.setdefault("_stats_files", {})
-        if not tables:
+
+        def paths() -> dict[str, str]:
             names = self._table_names(self.statistics_, self.fold_statistics_)
             if self.out_path is not None:
-                tables.update({name: _vocab_files.stats_path(self.out_path, name) for name in names})
-            else:
-                directory = tempfile.mkdtemp(prefix="tabflow-target-encoding-")
-                weakref.finalize(self, shutil.rmtree, directory, True)
-                targets = list(self.means_)
-                tables.update(_vocab_files.write_statistics(directory, self._nvtabular_tables(self.statistics_, self.fold_statistics_, targets)))
-        return dict(tables)
+                return {name: _vocab_files.stats_path(self.out_path, name) for name in names}
+            directory = tempfile.mkdtemp(prefix="tabflow-target-encoding-")
+            weakref.finalize(self, shutil.rmtree, directory, True)
+            targets = list(self.means_)
+            return dict(_vocab_files.write_statistics(directory, self._nvtabular_tables(self.statistics_, self.fold_statistics_, targets)))
+
+        return dict(self._derived("_stats_files", "paths", paths))
 
     def _table_names(self, statistics: dict[str, Any], fold_statistics: dict[str, Any]) -> list[str]:
         return [*statistics, *(self.name_sep.join([FOLD, name]) for name in fold_statistics)]

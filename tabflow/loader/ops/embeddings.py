@@ -108,9 +108,9 @@ class EmbeddingOperator(Operator):
     # ------------------------------------------------------------------ tables
     def _tables(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """The table, and the sorted lookup ids with the table row of each (derived once)."""
-        cached = self.__dict__.get("_lookup")
-        if cached is not None:
-            return cached
+        return self._derived("_lookup", "tables", self._load_tables)
+
+    def _load_tables(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         table = _load(self.embeddings, "embeddings", mmap_mode="r" if self.mmap else None)
         if table.ndim != 2:
             raise ValueError(f"EmbeddingOperator: embeddings must be a [rows, dim] table, got shape {table.shape}")
@@ -127,7 +127,6 @@ class EmbeddingOperator(Operator):
                 ids = ids.astype(str)
             order = np.argsort(ids, kind="stable")
             sorted_ids, rows = ids[order], order
-        self.__dict__["_lookup"] = (table, sorted_ids, rows)
         return table, sorted_ids, rows
 
     def _rows(self, valid: np.ndarray, null: np.ndarray) -> np.ndarray:

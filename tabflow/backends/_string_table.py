@@ -309,15 +309,6 @@ def _bytes_order(a_data, a_offsets, i, b_data, b_offsets, j):
 
 
 @numba.njit(cache=True, nogil=True)
-def _keys_ascend(keys, data, offsets):
-    # Whether the strings ascend strictly, their prefix keys deciding unless they tie.
-    for i in range(keys.shape[0] - 1):
-        if keys[i + 1] < keys[i] or (keys[i + 1] == keys[i] and _bytes_order(data, offsets, i, data, offsets, i + 1) >= 0):
-            return False
-    return True
-
-
-@numba.njit(cache=True, nogil=True)
 def _merge_runs(a_data, a_offsets, a_counts, a_keys, b_data, b_offsets, b_counts, b_keys):
     # Two strictly ascending runs into one, with the prefix keys of the result.
     n_a, n_b = a_counts.shape[0], b_counts.shape[0]
@@ -410,9 +401,9 @@ def merge_sorted_counts(
 
     Each run is ``(data, offsets, counts)`` of unique strings in byte order (Arrow's sort
     order). Merging sorted runs compares neighbours instead of hashing every string again,
-    and its result is sorted too, so a vocabulary built from it needs no string sort. The
-    merge checks the order as it goes: None when a run does not ascend strictly (a repeated
-    or misplaced string), for the caller to count another way.
+    and its result is sorted too, so a vocabulary built from it needs no string sort. Each run
+    given is checked as it is first merged: None when one does not ascend strictly (a
+    repeated or misplaced string), for the caller to count another way.
 
     Examples
     --------
@@ -450,9 +441,9 @@ def merge_sorted_counts(
         for _ in range(2):
             data, offsets, counts, keys = heapq.heappop(heap)[2]
             if keys is None:
-                keys = _prefix_keys(data, offsets)
-                if not _keys_ascend(keys, data, offsets):
+                if not _is_sorted_unique(data, offsets):
                     return None
+                keys = _prefix_keys(data, offsets)
             pair.append((data, offsets, counts, keys))
         merged = _merge_runs(*pair[0], *pair[1])
         del pair, data, offsets, counts, keys

@@ -546,7 +546,7 @@ class PandasBackend:
                     break
                 runs.append((data, offsets, frame[count_column].to_numpy(dtype=np.int64)))
             else:
-                # None: some table's strings do not ascend (the merge checks as it goes).
+                # None: some table's strings do not ascend (the merge checks every table).
                 merged = merge_sorted_counts(runs)
                 del runs
                 if merged is not None:

@@ -173,15 +173,19 @@ def evaluate(node: Any, frame: Frame, cache: dict[int, Frame], remaining: dict[i
     """
     if node.id in cache:
         return cache[node.id]
-    upstream = [*node.parents, *(node.dependencies if node.step.reads_dependencies else [])]
     parents = [evaluate(p, frame, cache, remaining) for p in node.parents]
-    dependencies = [evaluate(d, frame, cache, remaining) for d in node.dependencies] if node.step.reads_dependencies else []
+    dependencies = [evaluate(d, frame, cache, remaining) for d in _read_dependencies(node)]
     out = node.step.run(node, parents, dependencies, frame)
     cache[node.id] = out
     if remaining is not None:
         del parents, dependencies
-        _consumed(upstream, cache, remaining)
+        _consumed([*node.parents, *_read_dependencies(node)], cache, remaining)
     return out
+
+
+def _read_dependencies(node: Any) -> list[Any]:
+    """The dependencies whose outputs ``node``'s step reads (some steps only order on them)."""
+    return list(node.dependencies) if node.step.reads_dependencies else []
 
 
 def _node_input(node: Any, frame: Frame, cache: dict[int, Frame], remaining: dict[int, int] | None = None) -> Frame:
@@ -214,7 +218,7 @@ def consumer_counts(roots: Sequence[Any], inputs_only: bool) -> dict[int, int]:
             if node.id in seen:
                 continue
             seen.add(node.id)
-            for upstream in [*node.parents, *(node.dependencies if node.step.reads_dependencies else [])]:
+            for upstream in [*node.parents, *_read_dependencies(node)]:
                 counts[upstream.id] = counts.get(upstream.id, 0) + 1
                 stack.append(upstream)
     return counts

@@ -202,7 +202,17 @@ def consumer_counts(roots: Sequence[Any], inputs_only: bool) -> dict[int, int]:
     """How many times each node's output is read while :func:`evaluate` computes ``roots``
     (``inputs_only``: while :func:`_node_input` assembles their inputs): one per edge from a
     node that runs to a parent or a dependency it reads. The roots' own outputs (with
-    ``inputs_only=False``) are not counted; they are what the caller keeps."""
+    ``inputs_only=False``) are not counted; they are what the caller keeps.
+
+    Examples
+    --------
+    >>> from tabflow import ops
+    >>> from tabflow.graph.executor import consumer_counts
+    >>> logged = ["x"] >> ops.LogOp()
+    >>> both = (logged >> ops.Rename(postfix="_a")) + (logged >> ops.Rename(postfix="_b"))
+    >>> consumer_counts([both], inputs_only=False)[logged.id]  # read by both renames
+    2
+    """
     counts: dict[int, int] = {}
     seen: set[int] = set()
     stack: list[Any] = []

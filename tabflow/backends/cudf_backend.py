@@ -130,6 +130,15 @@ class CudfBackend:
     def series(self, values: Any, name: str | None = None, index: Any = None, dtype: Any = None) -> Any:
         return _cudf().Series(values, name=name, index=index, dtype=dtype)
 
+    def with_index(self, obj: Any, index: Any) -> Any:
+        """``obj`` with ``index`` as its row labels (cuDF has no ``set_axis``): a shallow copy
+        whose index is replaced, so no column is copied or realigned."""
+        if len(index) != len(obj):
+            raise ValueError(f"an index of {len(index)} labels for {len(obj)} rows")
+        out = obj.copy(deep=False)
+        out.index = index
+        return out
+
     def concat_columns(self, frames: Sequence[Any]) -> Any:
         frames = [f for f in frames if f is not None]
         if not frames:

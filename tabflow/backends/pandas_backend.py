@@ -201,6 +201,9 @@ class PandasBackend:
         # every column built this way (as in frame_from_dict).
         return pd.Series(values, name=name, index=index, dtype=dtype, copy=False)
 
+    def with_index(self, obj: Any, index: pd.Index) -> Any:
+        return obj.set_axis(index, axis=0)
+
     def concat_columns(self, frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
         frames = [f for f in frames if f is not None]
         if not frames:

@@ -78,7 +78,7 @@ FRAME_METHODS = frozenset({
     # missing values
     "isna", "notna", "fillna", "dropna", "where", "mask",
     # shape and labels
-    "assign", "drop", "drop_duplicates", "rename", "reset_index", "set_axis", "sort_values", "shift",
+    "assign", "drop", "drop_duplicates", "rename", "reset_index", "sort_values", "shift",
     # group-bys and arithmetic
     "groupby", "agg", "transform", "multiply", "map",
     # reductions and conversions (arrays have them too)
@@ -156,6 +156,11 @@ class Backend(Protocol):
 
     def series(self, values: Any, name: str | None = None, index: Any = None, dtype: Any = None) -> Series:
         """A series of this engine."""
+
+    def with_index(self, obj: Any, index: Index) -> Any:
+        """A series or frame with ``index`` (of this engine, as long as ``obj``) as its row
+        labels, row for row: values are not aligned on labels, nor copied. pandas'
+        ``set_axis``, which cuDF lacks."""
 
     def concat_columns(self, frames: Sequence[Frame]) -> Frame:
         """Frames side by side (``None`` entries skipped)."""

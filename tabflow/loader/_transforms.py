@@ -119,7 +119,7 @@ class FrameTransform:
             return inputs
         labels = frame[self.labels]
         if not inputs.index.equals(labels.index):
-            labels = labels.set_axis(inputs.index, axis=0)
+            labels = backend_for(frame).with_index(labels, inputs.index)
         return backend_for(frame).concat_columns([inputs, labels])
 
 

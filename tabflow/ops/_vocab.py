@@ -327,8 +327,10 @@ def _mask(backend: Any, mask: Any, rows: Any) -> Any:
     return backend.series(mask, index=rows.index)
 
 
-def decode_codes(codes: np.ndarray, vocab: pd.DataFrame, vocab_offset: int, oov_value: Any = None) -> pd.DataFrame:
-    """Host inverse of the encoding: one column per vocabulary value column.
+def decode_codes(codes: np.ndarray, vocab: pd.DataFrame, vocab_offset: int, oov_value: Any = None,
+                 index: pd.Index | None = None) -> pd.DataFrame:
+    """Host inverse of the encoding: one column per vocabulary value column, labelled
+    ``index`` row for row (default: a range).
 
     Null (1) and padding (0) decode to null; OOV codes to ``oov_value`` (null by default).
     """
@@ -344,7 +346,10 @@ def decode_codes(codes: np.ndarray, vocab: pd.DataFrame, vocab_offset: int, oov_
         if oov_value is not None and oov.any():
             series = series.astype(object).where(~oov, oov_value)
         out[name] = series
-    return pd.DataFrame(out)
+    decoded = pd.DataFrame(out)
+    if index is not None:
+        decoded.index = index
+    return decoded
 
 
 # ------------------------------------------------------------------------------- hashing

@@ -367,12 +367,12 @@ class Categorify(SchemaFromColumns, StatOperator):
             host, on_host = get_backend("pandas"), backend.to_host(series)
             codes = host.to_numpy(host.list_values_series(on_host), dtype="int64")
             values = _vocab.decode_codes(_unshift(codes, shift), vocab, offset, oov_value)["value"]
-            out = backend.from_host(host.list_from_values_offsets(values, host.list_offsets(on_host), name=column).set_axis(on_host.index))
+            out = backend.from_host(host.list_from_values_offsets(values, host.list_offsets(on_host), index=on_host.index, name=column))
             if backend.is_list_dtype(given.dtype):
                 return out
             return backend.lists_as_arrays(backend.frame_from_dict({column: out}))[column]
         codes = _unshift(backend.to_numpy(series, dtype="int64"), shift)
-        decoded = _vocab.decode_codes(codes, vocab, offset, oov_value).set_axis(backend.to_host(series.index))
+        decoded = _vocab.decode_codes(codes, vocab, offset, oov_value, index=backend.to_host(series.index))
         if unit.combo:
             decoded.columns = list(unit.inputs)
             return backend.from_host(decoded)

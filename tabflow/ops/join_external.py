@@ -167,7 +167,8 @@ class JoinExternal(Operator):
         def build() -> Any:
             host = self._host_table()
             _, on_ext = self._keys()
-            table = host[list(on_ext)].set_axis(_join_keys(len(on_ext)), axis=1)
+            table = host[list(on_ext)]
+            table.columns = _join_keys(len(on_ext))
             for column in self._ext_schema():
                 table[column.name] = get_backend("pandas").astype(host[column.name], column.dtype)
             return backend.from_host(table)

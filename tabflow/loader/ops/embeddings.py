@@ -190,7 +190,7 @@ class EmbeddingOperator(Operator):
         if offsets is not None:
             series = backend.list_from_values_offsets(series, offsets)
         out = {name: df[name] for name in col_selector.names if name != self.embedding_name}
-        out[self.embedding_name] = series.set_axis(df.index)
+        out[self.embedding_name] = backend.with_index(series, df.index)
         return backend.frame_from_dict(out, index=df.index)
 
     def _check_key(self, names: list[str]) -> None:

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from tabflow._install import pip_install
+from tabflow.backends._device_memory import reset_device_memory
 from tabflow.backends.protocol import Backend
 
 __all__ = [
@@ -179,19 +180,17 @@ def _nvml_memory_info(index: int) -> tuple[int, int] | None:
 
 
 def reset_gpu_memory(managed_memory: bool = False) -> None:
-    """Reset RMM's GPU memory pool (``managed_memory``: CUDA unified memory); nothing to reset
-    where RMM is not installed (the pandas engine).
+    """Reset RMM's GPU memory: a fresh ``cudaMallocAsync`` pool, the cuDF engine's default
+    (``managed_memory``: CUDA unified memory instead; ``TABFLOW_GPU_ASYNC_POOL=0``: RMM's
+    own default, ``cudaMalloc``); nothing to reset where RMM is not installed (the pandas
+    engine).
 
     Examples
     --------
     >>> from tabflow.backends import reset_gpu_memory
     >>> reset_gpu_memory()
     """
-    try:
-        import rmm
-    except ImportError:
-        return
-    rmm.reinitialize(managed_memory=managed_memory)
+    reset_device_memory(managed_memory=managed_memory)
 
 
 _GPU_INSTALL = f"{pip_install('gpu-cu12')} for CUDA 12 or {pip_install('gpu-cu13')} for CUDA 13"

@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from tabflow.backends._device_memory import use_async_pool
 from tabflow.backends.pandas_backend import BACKEND as _PANDAS
 from tabflow.backends.protocol import Allocate
 from tabflow.schema import dtypes as dtype_names
@@ -37,11 +38,15 @@ __all__ = ["CudfBackend", "BACKEND"]
 
 
 def _cudf() -> Any:
-    return importlib.import_module("cudf")
+    module = importlib.import_module("cudf")
+    use_async_pool()  # once per process: the engine's GPU memory (see backends._device_memory)
+    return module
 
 
 def _cupy() -> Any:
-    return importlib.import_module("cupy")
+    module = importlib.import_module("cupy")
+    use_async_pool()
+    return module
 
 
 class CudfBackend:

@@ -12,9 +12,10 @@ So, the first time the cuDF engine is used in a process, :func:`use_async_pool` 
 RMM's default resource by ``rmm.mr.CudaAsyncMemoryResource``. A resource set before
 (``rmm.reinitialize(pool_allocator=True)``, ``rmm.mr.set_current_device_resource``, dask-cuda's
 ``rmm_pool_size`` / ``rmm_async`` / ``rmm_managed_memory``) is kept. The environment variable
-``TABFLOW_GPU_ASYNC_POOL=0`` keeps RMM's default as well. The pool returns what it does not
-hold to the driver when the GPU synchronises (its release threshold is 0), so PyTorch and other
-libraries in the same process can allocate what tabflow has freed.
+``TABFLOW_GPU_ASYNC_POOL=0`` keeps RMM's default as well. The pool keeps the memory it has
+grown to for reuse (RMM's release threshold for it is the device's memory), as RMM's own
+pools do: a process that trains with PyTorch after a large ETL can give it back with
+:func:`reset_device_memory` (``tabflow.backends.reset_gpu_memory``).
 
 Buffers allocated before the switch stay valid: each RMM buffer frees through the resource
 that allocated it.

@@ -146,3 +146,33 @@ def test_a_derived_attribute_is_built_once_whichever_threads_ask_and_left_out_of
     copy = pickle.loads(pickle.dumps(op))
     assert "_prepared" not in copy.__dict__  # derived again where the copy runs
     assert copy._factor(builds) == 3.0 and len(builds) == 2
+
+
+def test_different_derived_entries_build_side_by_side():
+    # One table per column: while one thread builds one entry, another builds the next
+    # (each waiting for the other inside its build proves they overlap), and a build may
+    # use another entry. No lock is left behind.
+    import threading
+
+    from tabflow.graph import operator as operator_module
+
+    op = _Prepared(2.0)
+    both_building = threading.Barrier(2, timeout=10)
+
+    def build(key: str):
+        def make() -> str:
+            both_building.wait()
+            return key * 2
+
+        return op._derived("_prepared", key, make)
+
+    got = {}
+    threads = [threading.Thread(target=lambda k=k: got.update({k: build(k)})) for k in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert got == {"a": "aa", "b": "bb"}
+    nested = op._derived("_prepared", "c", lambda: op._derived("_prepared", "a", lambda: "never") + "!")
+    assert nested == "aa!"
+    assert operator_module._DERIVED_LOCKS == {}

@@ -309,13 +309,14 @@ def _bytes_order(a_data, a_offsets, i, b_data, b_offsets, j):
 
 
 @numba.njit(cache=True, nogil=True)
-def _merge_runs(a_data, a_offsets, a_counts, a_keys, b_data, b_offsets, b_counts, b_keys):
-    # Two strictly ascending runs into one, with the prefix keys of the result.
+def _merge_runs(a_data, a_offsets, a_counts, a_keys, b_data, b_offsets, b_counts, b_keys, with_keys):
+    # Two strictly ascending runs into one, with the prefix keys of the result when
+    # ``with_keys`` (a run merged again needs them; the last merge's would go unread).
     n_a, n_b = a_counts.shape[0], b_counts.shape[0]
     out_data = np.empty((a_offsets[n_a] - a_offsets[0]) + (b_offsets[n_b] - b_offsets[0]), dtype=np.uint8)
     out_offsets = np.empty(n_a + n_b + 1, dtype=np.int64)
     out_counts = np.empty(n_a + n_b, dtype=np.int64)
-    out_keys = np.empty(n_a + n_b, dtype=np.uint64)
+    out_keys = np.empty(n_a + n_b if with_keys else 0, dtype=np.uint64)
     out_offsets[0] = 0
     i = j = k = position = 0
     while i < n_a or j < n_b:
@@ -343,7 +344,8 @@ def _merge_runs(a_data, a_offsets, a_counts, a_keys, b_data, b_offsets, b_counts
                 count += b_counts[j]
                 j += 1
             out_counts[k] = count
-            out_keys[k] = a_keys[i]
+            if with_keys:
+                out_keys[k] = a_keys[i]
             i += 1
         else:
             start = b_offsets[j]
@@ -351,12 +353,13 @@ def _merge_runs(a_data, a_offsets, a_counts, a_keys, b_data, b_offsets, b_counts
             for byte in range(length):
                 out_data[position + byte] = b_data[start + byte]
             out_counts[k] = b_counts[j]
-            out_keys[k] = b_keys[j]
+            if with_keys:
+                out_keys[k] = b_keys[j]
             j += 1
         position += length
         k += 1
         out_offsets[k] = position
-    return out_data[:position], out_offsets[: k + 1], out_counts[:k], out_keys[:k]
+    return out_data[:position], out_offsets[: k + 1], out_counts[:k], out_keys[: k if with_keys else 0]
 
 
 def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
@@ -445,7 +448,7 @@ def merge_sorted_counts(
                     return None
                 keys = _prefix_keys(data, offsets)
             pair.append((data, offsets, counts, keys))
-        merged = _merge_runs(*pair[0], *pair[1])
+        merged = _merge_runs(*pair[0], *pair[1], len(heap) > 0)
         del pair, data, offsets, counts, keys
         heapq.heappush(heap, (len(merged[2]), order, merged))
         order += 1

@@ -555,10 +555,12 @@ class PandasBackend:
                 if merged is not None:
                     data, offsets, counts = merged
                     values = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data))
+                    # copy=False: the merge's arrays are the table's own (a copy of the counts
+                    # would be one more column of the largest vocabulary, held while merging).
                     return pd.DataFrame({
                         keys[0]: pd.Series(pd.array(values, dtype=frames[0][keys[0]].dtype)),
                         count_column: counts,
-                    })
+                    }, copy=False)
         combined = self.concat_rows(list(frames))
         return combined.groupby(keys, dropna=False, sort=False)[count_column].sum().reset_index()
 

@@ -54,9 +54,11 @@ from tabflow.graph.node import Node, as_group
 from tabflow.graph.selector import ColumnSelector
 from tabflow.schema import ColumnSchema, Schema
 
-# One lock for every op's derived attributes (see Operator._derived): builds are rare, and an
-# RLock lets a build use another op's derived attribute.
-_BUILDING_DERIVED = threading.RLock()
+# One lock per derived entry being built (see Operator._derived), keyed by (op, attribute,
+# entry) and dropped when no thread waits on it: entries of one op (a table per column) build
+# side by side, and an RLock lets a build use another derived entry.
+_DERIVED_LOCKS_GUARD = threading.Lock()
+_DERIVED_LOCKS: dict[tuple[int, str, Any], list[Any]] = {}
 
 __all__ = [
     "Operator",
@@ -288,10 +290,21 @@ class Operator(metaclass=_OperatorMeta):
         entries = self.__dict__.setdefault(name, {})
         if key in entries:
             return entries[key]
-        with _BUILDING_DERIVED:
-            if key not in entries:
-                entries[key] = build()
-            return entries[key]
+        # id(self) names this op while the lock exists: the op is alive until the build ends.
+        ident = (id(self), name, key)
+        with _DERIVED_LOCKS_GUARD:
+            slot = _DERIVED_LOCKS.setdefault(ident, [threading.RLock(), 0])
+            slot[1] += 1
+        try:
+            with slot[0]:
+                if key not in entries:
+                    entries[key] = build()
+                return entries[key]
+        finally:
+            with _DERIVED_LOCKS_GUARD:
+                slot[1] -= 1
+                if slot[1] == 0:
+                    del _DERIVED_LOCKS[ident]
 
     def get_params(self) -> dict[str, Any]:
         """The constructor's parameters as stored on the instance."""

@@ -454,7 +454,10 @@ class Categorify(SchemaFromColumns, StatOperator):
     def combine_partials(self, partials: list[dict[str, Any]]) -> dict[str, Any]:
         # Each vocabulary's counts leave the partials (which only this merge reads) as they
         # are merged: the running total's counts and the new total's are then held at once
-        # for one vocabulary, not for all of them.
+        # for one vocabulary, not for all of them. (Merging vocabularies side by side in
+        # threads shortened the last merge of a fit, but held two vocabularies' merges at
+        # once while the other partitions were still read: the fit's peak rose by 0.1 GiB at
+        # 10M rows, for no gain in its time.)
         merged = {}
         for key in list(partials[0]):
             unit = partials[0][key]["unit"]

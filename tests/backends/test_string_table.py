@@ -119,6 +119,24 @@ def test_sorted_merge_of_count_tables_equals_a_group_by(parts):
     assert merged["value"].dtype == frames[0]["value"].dtype and merged["count"].dtype == np.int64
 
 
+def test_the_last_merge_leaves_out_the_prefix_keys_and_merges_the_same():
+    # A run merged again needs its prefix keys; the last merge's would go unread.
+    from tabflow.backends._string_table import _merge_runs, _prefix_keys
+
+    def run(values, counts):
+        data = np.frombuffer("".join(values).encode(), np.uint8)
+        offsets = np.concatenate([[0], np.cumsum([len(v.encode()) for v in values])]).astype(np.int64)
+        return data, offsets, np.array(counts, np.int64), _prefix_keys(data, offsets)
+
+    a, b = run(["ab", "abcdefghi", "b"], [1, 2, 3]), run(["abcdefghh", "b", "c"], [4, 5, 6])
+    kept, dropped = _merge_runs(*a, *b, True), _merge_runs(*a, *b, False)
+    for left, right in zip(kept[:3], dropped[:3]):
+        np.testing.assert_array_equal(left, right)
+    assert bytes(kept[0]) == b"ababcdefghhabcdefghibc" and kept[2].tolist() == [1, 4, 2, 8, 6]
+    np.testing.assert_array_equal(kept[3], _prefix_keys(kept[0], kept[1]))
+    assert len(dropped[3]) == 0
+
+
 def test_count_tables_out_of_order_or_with_nulls_are_grouped():
     unsorted = pd.DataFrame({"value": pd.Series(["b", "a"], dtype="str"), "count": [1, 2]})
     with_null = pd.DataFrame({"value": pd.Series(["a", None], dtype="str"), "count": [3, 4]})

@@ -167,7 +167,8 @@ class JoinExternal(Operator):
         def build() -> Any:
             host = self._host_table()
             _, on_ext = self._keys()
-            table = host[list(on_ext)]
+            # A copy of its own (not a slice of ``host``): columns are added to it below.
+            table = host[list(on_ext)].copy()
             table.columns = _join_keys(len(on_ext))
             for column in self._ext_schema():
                 table[column.name] = get_backend("pandas").astype(host[column.name], column.dtype)

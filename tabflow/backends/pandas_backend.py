@@ -202,6 +202,16 @@ class PandasBackend:
         return pd.Series(values, name=name, index=index, dtype=dtype, copy=False)
 
     def with_index(self, obj: Any, index: pd.Index) -> Any:
+        """``obj`` (a series or frame) with ``index`` as its row labels, row for row.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> s = pd.Series([10, 20], index=[1, 0])
+        >>> get_backend("pandas").with_index(s, pd.Index([0, 1])).tolist()  # not aligned on labels
+        [10, 20]
+        """
         return obj.set_axis(index, axis=0)
 
     def concat_columns(self, frames: Sequence[pd.DataFrame]) -> pd.DataFrame:

@@ -308,10 +308,10 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
             # Without a shuffle each partition goes whole to one file, chosen by its place.
             def file_of(index: int) -> int:
                 if targets is None:
-                    return index * len(names) // nparts
+                    return _unshuffled_file(index, nparts, len(names))
                 files = targets[index]
                 assert files is not None  # partitions without files are not in ``order``
-                return files[position[index] * len(files) // len(groups[files])]
+                return files[_unshuffled_file(position[index], len(groups[files]), len(files))]
 
             _write_side_by_side(ddf, indices, file_of, outputs, lambda frame: pieces.prepare(frame, schema, backend, cast, arrow_schema), partition_done)
         else:
@@ -669,11 +669,17 @@ def portable_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(f.name, _portable(f.type), nullable=f.nullable) for f in schema])
 
 
+def _unshuffled_file(index: int, nparts: int, nfiles: int) -> int:
+    """The file that partition ``index`` of ``nparts`` goes to whole, without a shuffle: the
+    partitions spread over the ``nfiles`` files in order."""
+    return index * nfiles // nparts
+
+
 def _route(pieces: Any, data: Any, index: int, nparts: int, nfiles: int, shuffle: Shuffle | None, rng: np.random.Generator):
     """Yield (file index, rows) pieces of partition ``index`` (a table or a frame, taken
     apart by ``pieces``: :class:`_TablePieces` or :class:`_FramePieces`)."""
     if shuffle is None:
-        yield index * nfiles // nparts, data
+        yield _unshuffled_file(index, nparts, nfiles), data
         return
     rows = pieces.rows(data)
     permutation = rng.permutation(rows)

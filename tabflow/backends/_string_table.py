@@ -31,7 +31,7 @@ import numpy as np
 
 from tabflow.backends._hashing import _xxh64
 
-__all__ = ["StringTable", "byte_order", "is_sorted_unique", "merge_sorted_counts"]
+__all__ = ["StringTable", "byte_order", "is_sorted_unique", "merge_sorted_counts", "sorted_counts"]
 
 _SEED = np.uint64(0)
 # A slot's place is chosen among the slots by 32 bits of the hash (see _home), so a table has
@@ -255,8 +255,9 @@ def _is_sorted_unique(data, offsets):
 
 # Sorting strings by their first eight bytes as one integer (big-endian, zero-padded) is a
 # plain integer sort, several times faster than comparing strings; only strings whose first
-# eight bytes agree need a byte comparison, and short runs of them are settled in place.
-_LONGEST_TIE = 32
+# eight bytes agree need a byte comparison: short runs of them are insertion-sorted in place,
+# long ones merge-sorted, and runs of one repeated string only put in row order.
+_SHORT_RUN = 32
 
 
 @numba.njit(cache=True, nogil=True)
@@ -275,32 +276,136 @@ def _prefix_keys(data, offsets):
     return keys
 
 
+@numba.njit(inline="always", cache=True)
+def _before(data, offsets, row_a, row_b):
+    # Whether row_a sorts before row_b: byte order, then row order (a stable sort).
+    side = _compare(data, offsets[row_a], offsets[row_a + 1] - offsets[row_a], data, offsets[row_b], offsets[row_b + 1] - offsets[row_b])
+    return side < 0 or (side == 0 and row_a < row_b)
+
+
 @numba.njit(cache=True, nogil=True)
-def _settle_ties(order, keys, data, offsets):
-    # Insertion-sorts each run of equal keys by bytes, equal strings by position (so the order
-    # is the same whichever way the keys were sorted); False when a run is too long for that.
+def _insertion_sort(order, lo, hi, data, offsets):
+    for a in range(lo + 1, hi):
+        moving = order[a]
+        b = a - 1
+        while b >= lo and _before(data, offsets, moving, order[b]):
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = moving
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_sort(order, lo, hi, data, offsets):
+    # Bottom-up: insertion-sorted blocks of _SHORT_RUN rows, then merged in widening passes.
+    for start in range(lo, hi, _SHORT_RUN):
+        _insertion_sort(order, start, min(start + _SHORT_RUN, hi), data, offsets)
+    scratch = np.empty(hi - lo, dtype=order.dtype)
+    width = _SHORT_RUN
+    while width < hi - lo:
+        for left in range(lo, hi, 2 * width):
+            middle, right = min(left + width, hi), min(left + 2 * width, hi)
+            i, j, k = left, middle, 0
+            while i < middle and j < right:
+                if _before(data, offsets, order[j], order[i]):
+                    scratch[k] = order[j]
+                    j += 1
+                else:
+                    scratch[k] = order[i]
+                    i += 1
+                k += 1
+            while i < middle:
+                scratch[k] = order[i]
+                i += 1
+                k += 1
+            while j < right:
+                scratch[k] = order[j]
+                j += 1
+                k += 1
+            order[left:right] = scratch[:k]
+        width *= 2
+
+
+@numba.njit(inline="always", cache=True)
+def _same_row_bytes(data, offsets, row_a, row_b):
+    return _same_bytes(data, offsets[row_a], offsets[row_a + 1] - offsets[row_a], data, offsets[row_b], offsets[row_b + 1] - offsets[row_b])
+
+
+@numba.njit(cache=True, nogil=True)
+def _settle_ties(order, keys, lengths, data, offsets, row_ordered):
+    # ``order`` sorts the rows by prefix key (``keys`` and ``lengths`` in its order: rows with
+    # equal keys and lengths of at most eight bytes hold equal strings); each run
+    # of equal keys is put in byte order, equal strings by row when ``row_ordered`` (else in
+    # any order).
     n = order.shape[0]
     i = 0
     while i < n:
         j = i + 1
-        while j < n and keys[order[j]] == keys[order[i]]:
+        repeated = True
+        while j < n and keys[j] == keys[i]:
+            # Equal keys and lengths of at most eight bytes: equal strings. (Written out: as a
+            # called helper, even one numba inlines, this loop ran 20x slower.)
+            if repeated and (lengths[j] != lengths[i] or (lengths[i] > 8 and not _same_row_bytes(data, offsets, order[i], order[j]))):
+                repeated = False
             j += 1
-        if j - i > _LONGEST_TIE:
-            return False
-        for a in range(i + 1, j):
-            moving = order[a]
-            start, length = offsets[moving], offsets[moving + 1] - offsets[moving]
-            b = a - 1
-            while b >= i:
-                other = order[b]
-                side = _compare(data, offsets[other], offsets[other + 1] - offsets[other], data, start, length)
-                if side < 0 or (side == 0 and other < moving):
-                    break
-                order[b + 1] = other
-                b -= 1
-            order[b + 1] = moving
+        if j - i > 1:
+            if repeated:
+                if row_ordered:
+                    order[i:j] = np.sort(order[i:j])
+            else:
+                if j - i <= _SHORT_RUN:
+                    _insertion_sort(order, i, j, data, offsets)
+                else:
+                    _merge_sort(order, i, j, data, offsets)
+                for a in range(i, j):  # the run's keys are equal; its lengths moved
+                    lengths[a] = offsets[order[a] + 1] - offsets[order[a]]
         i = j
-    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _distinct_counts(order, keys, lengths, data, offsets):
+    # Each string of byte-ordered rows once (its first row), with how many rows hold it.
+    n = order.shape[0]
+    firsts = np.empty(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    k = -1
+    first = 0
+    for a in range(n):
+        if k < 0 or keys[a] != keys[first] or lengths[a] != lengths[first] or (
+            lengths[a] > 8 and not _same_row_bytes(data, offsets, order[first], order[a])
+        ):
+            k += 1
+            first = a
+            firsts[k] = order[a]
+            counts[k] = 0
+        counts[k] += 1
+    return firsts[: k + 1], counts[: k + 1]
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather_strings(data, offsets, rows, out_offsets):
+    # The bytes of ``rows``, one after the other at ``out_offsets``.
+    # (A byte loop: a slice assignment per string costs several times more for short ones.)
+    out = np.empty(out_offsets[-1], dtype=np.uint8)
+    for k in range(rows.shape[0]):
+        start = offsets[rows[k]] - out_offsets[k]
+        for position in range(out_offsets[k], out_offsets[k + 1]):
+            out[position] = data[start + position]
+    return out
+
+
+def _sort_by_prefix(data: np.ndarray, offsets: np.ndarray, rows: np.ndarray | None, row_ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``rows`` (all when None) in byte order, with their prefix keys and lengths in that order."""
+    keys = _prefix_keys(data, offsets)
+    lengths = np.diff(offsets)
+    if rows is not None:
+        keys, lengths = keys[rows], lengths[rows]
+    # NumPy's default sort of integers (vectorised where the CPU allows) is several times
+    # faster than its stable one; ties are put in byte (and row) order by _settle_ties.
+    position = np.argsort(keys)
+    order = position if rows is None else rows[position]
+    keys, lengths = keys[position], lengths[position]
+    _settle_ties(order, keys, lengths, data, offsets, row_ordered)
+    return order, keys, lengths
 
 
 @numba.njit(cache=True)
@@ -362,10 +467,9 @@ def _merge_runs(a_data, a_offsets, a_counts, a_keys, b_data, b_offsets, b_counts
     return out_data[:position], out_offsets[: k + 1], out_counts[:k], out_keys[: k if with_keys else 0]
 
 
-def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
-    """Indices that put the strings of Arrow-style buffers in ascending byte order (equal
-    strings keep their order), or None when too many share their first eight bytes for the
-    integer sort to pay (then sort by comparison, e.g. ``pyarrow.compute.array_sort_indices``).
+def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Indices that put the strings of Arrow-style buffers in ascending byte order (Arrow's
+    order); equal strings keep their order.
 
     Examples
     --------
@@ -375,11 +479,34 @@ def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
     [3, 1, 2, 0]
     """
     data, offsets, _ = _buffers(data, offsets, np.zeros(0, np.bool_))
-    keys = _prefix_keys(data, offsets)
-    # NumPy's default sort of integers (vectorised where the CPU allows) is several times
-    # faster than its stable one; ties are put in position order by _settle_ties.
-    order = np.argsort(keys)
-    return order if _settle_ties(order, keys, data, offsets) else None
+    return _sort_by_prefix(data, offsets, None, True)[0]
+
+
+def sorted_counts(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each distinct valid string of Arrow-style buffers once, in ascending byte order, with
+    the number of rows holding it: ``(data, offsets, counts)`` of a count table.
+
+    Sorting by the strings' first eight bytes as integers, then settling ties by their bytes,
+    counts a column of strings without hashing them (a plain-encoded parquet column, read
+    without building a dictionary), and gives the sorted runs :func:`merge_sorted_counts`
+    merges.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import sorted_counts
+    >>> data, offsets, valid = np.frombuffer(b"bab", np.uint8), np.array([0, 1, 2, 3, 3]), np.array([True, True, True, False])
+    >>> data, offsets, counts = sorted_counts(data, offsets, valid)
+    >>> bytes(data), offsets.tolist(), counts.tolist()
+    (b'ab', [0, 1, 2], [1, 2])
+    """
+    data, offsets, valid = _buffers(data, offsets, valid)
+    order, keys, lengths = _sort_by_prefix(data, offsets, None if valid.all() else np.flatnonzero(valid), False)
+    firsts, counts = _distinct_counts(order, keys, lengths, data, offsets)
+    del order, keys
+    out_offsets = np.zeros(len(firsts) + 1, dtype=np.int64)
+    np.cumsum(offsets[firsts + 1] - offsets[firsts], out=out_offsets[1:])
+    return _gather_strings(data, offsets, firsts, out_offsets), out_offsets, counts
 
 
 def is_sorted_unique(data: np.ndarray, offsets: np.ndarray) -> bool:

@@ -187,15 +187,54 @@ def test_byte_order_equals_sorting_by_bytes(shape):
     assert order.tolist() == expected  # equal strings keep their order
 
 
-def test_byte_order_declines_long_runs_of_shared_prefixes():
+def test_byte_order_sorts_long_runs_of_shared_prefixes_by_their_bytes():
+    # Runs of ties on the first eight bytes longer than an insertion sort takes are
+    # merge-sorted: URL-like values (one long shared prefix) and repeated copies among them.
     from tabflow.backends._string_table import byte_order
     from tabflow.backends.pandas_backend import _arrow_string_buffers
 
-    values = [f"prefix-shared-{i:04d}" for i in range(100)][::-1]
-    assert byte_order(*_arrow_string_buffers(pa.array(values))[:2]) is None
-    # value_counts then sorts by comparison: the same ascending order either way.
+    rng = np.random.default_rng(11)
+    words = [f"https://example.com/{i:05d}" for i in range(2_000)] + ["https://", "https://e", "https://example.com/"]
+    values = [words[i] for i in rng.integers(0, len(words), 9_000)]
+    order = byte_order(*_arrow_string_buffers(pa.array(values))[:2])
+    assert order.tolist() == sorted(range(len(values)), key=lambda i: (values[i].encode(), i))
     counts = PANDAS.value_counts(pd.Series(values, dtype="str"))
-    assert counts.index.tolist() == sorted(values)
+    assert counts.index.tolist() == sorted(set(values), key=str.encode)
+
+
+@pytest.mark.parametrize("shape", ["ids", "long repeated", "shared prefixes", "nul bytes", "all null", "empty", "unicode"])
+def test_sorted_counts_equal_counting_in_python(shape):
+    from tabflow.backends._string_table import sorted_counts
+    from tabflow.backends.pandas_backend import _arrow_string_buffers
+
+    rng = np.random.default_rng(5)
+    if shape == "ids":  # Criteo-like: 8 hex characters, half the rows repeats
+        pool = [f"{v:08x}" for v in rng.integers(0, 2**32, 30_000)]
+        values = [pool[i] for i in rng.integers(0, len(pool), 60_000)]
+    elif shape == "long repeated":  # runs of one long string (equal keys, identical bytes)
+        values = [("k" * 30 + str(i % 3)) for i in range(5_000)]
+    elif shape == "shared prefixes":
+        values = [f"{i % 7:08d}{'x' * (i % 5)}{i % 11}" for i in range(20_000)]
+    elif shape == "nul bytes":
+        values = ["ab", "ab\0", "ab\0\0", "ab\0", "", "\0", "ab"] * 50
+    elif shape == "all null":
+        values = [None] * 40
+    elif shape == "empty":
+        values = []
+    else:
+        values = ["é", "e", "日本", "ü" * 9, "ü" * 8, "e"] * 30
+    if shape not in ("all null", "empty"):
+        values = [None if rng.random() < 0.1 else v for v in values]
+    data, offsets, valid = _arrow_string_buffers(pa.array(values, pa.string()))
+    out_data, out_offsets, counts = sorted_counts(data, offsets, valid)
+    strings = [bytes(out_data[out_offsets[i] : out_offsets[i + 1]]).decode() for i in range(len(counts))]
+    reference: dict[str, int] = {}
+    for value in values:
+        if value is not None:
+            reference[value] = reference.get(value, 0) + 1
+    assert strings == sorted(reference, key=str.encode)
+    assert counts.tolist() == [reference[v] for v in strings]
+    assert counts.dtype == np.int64 and out_offsets.dtype == np.int64
 
 
 def _run(values, counts=None):

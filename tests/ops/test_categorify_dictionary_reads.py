@@ -144,6 +144,41 @@ def test_the_reader_keeps_dictionaries_only_when_asked(files):
     assert dictionary_strings(frame["low"]) is None
 
 
+def test_columns_stored_mostly_plain_are_read_plain(tmp_path, rng):
+    # A writer falls back to plain pages once a chunk's dictionary outgrows its limit; Arrow
+    # would hash every such row into a dictionary, so those columns are read as strings (and
+    # counted and encoded row by row), the others as dictionaries.
+    from tabflow.backends.pandas_backend import _dictionary_encoded
+
+    n = 20_000
+    ids = pd.Series([f"{v:08x}" for v in rng.integers(0, 2**32, n)], dtype="str")
+    frame = pd.DataFrame({
+        "ids": ids,  # mostly distinct: past its first page, plain
+        "no_dictionary": ids,  # written without dictionaries
+        "low": pd.Series(_strings(rng, n, 50), dtype="str"),
+        "long": pd.Series([f"{'x' * 60}{v % 500:05d}" for v in range(n)], dtype="str"),  # long, repeated
+    })
+    path = tmp_path / "f.parquet"
+    _write(path, frame, use_dictionary=["ids", "low", "long"], dictionary_pagesize_limit=64_000)
+    names = ["ids", "no_dictionary", "low", "long"]
+    assert _dictionary_encoded(pq.read_metadata(path), names) == ["low", "long"]
+    bare = tmp_path / "bare.parquet"  # no statistics: strings of 8 bytes assumed
+    _write(bare, frame, use_dictionary=["ids", "low", "long"], dictionary_pagesize_limit=64_000, write_statistics=False)
+    assert _dictionary_encoded(pq.read_metadata(bare), names) == ["low", "long"]
+
+    dataset = nvt.Dataset(str(path), engine="parquet")
+    read = dataset.to_ddf(dictionary_strings=names).compute()
+    assert [dictionary_strings(read[name]) is not None for name in names] == [False, False, True, True]
+    wf = nvt.Workflow(names >> ops.Categorify())
+    out = wf.fit(dataset).transform(dataset).to_ddf().compute().reset_index(drop=True)
+    reference = nvt.Workflow(names >> ops.Categorify())
+    assert_frame_equal(out, reference.fit_transform(nvt.Dataset(frame, npartitions=3)).to_ddf().compute().reset_index(drop=True))
+    counts = frame["ids"].value_counts()
+    order = sorted(counts.items(), key=lambda vc: (-vc[1], vc[0]))
+    expected = {value: i + 3 for i, (value, _) in enumerate(order)}
+    assert out["ids"].tolist() == [expected[v] for v in frame["ids"]]
+
+
 # ------------------------------------------------------------------ backend kernels
 def _encoded(chunks):
     return pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array(chunks)), name="c")

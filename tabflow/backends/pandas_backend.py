@@ -1002,6 +1002,11 @@ def open_parquet(source: Any, dictionary_strings: Sequence[str] = ()) -> pq.Parq
     return pq.ParquetFile(source, metadata=metadata, read_dictionary=names or None)
 
 
+# A file of fewer rows reads every column asked for as a dictionary: its pages' headers (and
+# statistics) would weigh as much as its values, and hashing a few thousand strings is cheap.
+_PLAIN_MIN_ROWS = 4096
+
+
 def _dictionary_encoded(metadata: pq.FileMetaData, names: Sequence[str]) -> list[str]:
     """Of top-level string columns, those whose pages a parquet file mostly stores
     dictionary-encoded.
@@ -1015,7 +1020,8 @@ def _dictionary_encoded(metadata: pq.FileMetaData, names: Sequence[str]) -> list
     (its chunks' uncompressed bytes past the dictionary page) take at least half the bytes per
     row that plain pages would: 4 bytes of length and the strings' bytes (the mean of the
     lengths of the chunks' least and greatest values, 8 without statistics), where
-    dictionary indices take 1 to 3.
+    dictionary indices take 1 to 3. In files of fewer than ``_PLAIN_MIN_ROWS`` rows every
+    column asked for is read as a dictionary.
     """
     leaves = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
     chosen = []
@@ -1024,10 +1030,14 @@ def _dictionary_encoded(metadata: pq.FileMetaData, names: Sequence[str]) -> list
         for group in range(metadata.num_row_groups if name in leaves else 0):
             chunk = metadata.row_group(group).column(leaves[name])
             rows += chunk.num_values
+            # The offsets give the dictionary page's compressed size; the data pages' size is
+            # scaled back to uncompressed bytes by the chunk's own compression ratio (a
+            # dictionary of repetitive strings compresses far better than the indices).
             dictionary_bytes = chunk.data_page_offset - chunk.dictionary_page_offset if chunk.has_dictionary_page else 0
-            data_bytes += max(0, chunk.total_uncompressed_size - dictionary_bytes)
+            compressed = max(1, chunk.total_compressed_size)
+            data_bytes += max(0, compressed - dictionary_bytes) * chunk.total_uncompressed_size / compressed
             plain_bytes += chunk.num_values * (4 + _typical_length(chunk))
-        if rows == 0 or 2 * data_bytes < plain_bytes:
+        if rows < _PLAIN_MIN_ROWS or 2 * data_bytes < plain_bytes:
             chosen.append(name)
     return chosen
 

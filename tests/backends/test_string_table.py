@@ -86,10 +86,34 @@ def test_keys_that_are_not_all_strings_match_nothing_but_strings():
     assert PANDAS.lookup(table, pd.Series([1, 2], dtype="int64")).tolist() == [-1, -1]
 
 
-def test_a_repeated_string_answers_its_first_row():
-    data = np.frombuffer(b"xyx", np.uint8)
-    table = StringTable(data, np.array([0, 1, 2, 3]), np.ones(3, bool))
-    assert table.positions(data, np.array([0, 1, 2, 3]), np.ones(3, bool)).tolist() == [0, 1, 0]
+@pytest.mark.parametrize("layout", ["short strings", "hashed"])
+def test_a_repeated_string_answers_its_first_row(layout):
+    text = b"xyx" if layout == "short strings" else b"x" * 9 + b"y" * 9 + b"x" * 9
+    width = len(text) // 3
+    data, offsets = np.frombuffer(text, np.uint8), np.arange(4) * width
+    table = StringTable(data, offsets, np.ones(3, bool))
+    assert table.positions(data, offsets, np.ones(3, bool)).tolist() == [0, 1, 0]
+
+
+@pytest.mark.parametrize("queries", ["dense", "sparse", "one"])
+def test_sets_of_short_strings_answer_as_the_hash_table_does(queries):
+    # A set of only short strings (at most eight bytes, no NUL) is held as sorted integer keys:
+    # every kind of query string, found or not, answers as pandas' get_indexer does.
+    rng = np.random.default_rng(3)
+    vocab = pd.Series(list(dict.fromkeys([f"{v:08x}" for v in rng.integers(0, 2**32, 60_000)] + ["", "é", "日本", "a"])), dtype="str")
+    pool = np.array(list(vocab) + ["ab\0", "\0", "a\0", "0123456789", "é" * 5, "unseen1", "zzzzzzzz", "ffffffff0"], dtype=object)
+    n = {"dense": 200_000, "sparse": 50, "one": 1}[queries]
+    values = pool[rng.integers(0, len(pool), n)]
+    values[rng.random(n) < 0.05] = None
+    keys = pd.Series(values, dtype="str")
+    table = PANDAS.lookup_table(vocab)
+    assert table._table._slots is None  # the sorted layout
+    reference = pd.Index(vocab.astype(object)).get_indexer(keys.astype(object))
+    reference[keys.isna().to_numpy()] = -1
+    np.testing.assert_array_equal(PANDAS.lookup(table, keys), reference)
+    mixed = PANDAS.lookup_table(pd.concat([vocab, pd.Series(["a long string of many bytes"], dtype="str")], ignore_index=True))
+    assert mixed._table._slots is not None  # one long string: the hash table
+    np.testing.assert_array_equal(PANDAS.lookup(mixed, keys), reference)
 
 
 def test_a_sliced_arrow_column_uses_its_own_offsets():

@@ -165,6 +165,9 @@ def test_columns_stored_mostly_plain_are_read_plain(tmp_path, rng):
     bare = tmp_path / "bare.parquet"  # no statistics: strings of 8 bytes assumed
     _write(bare, frame, use_dictionary=["ids", "low", "long"], dictionary_pagesize_limit=64_000, write_statistics=False)
     assert _dictionary_encoded(pq.read_metadata(bare), names) == ["low", "long"]
+    tiny = tmp_path / "tiny.parquet"  # a few rows: dictionaries, however stored
+    _write(tiny, frame.iloc[:3], use_dictionary=["ids", "low", "long"])
+    assert _dictionary_encoded(pq.read_metadata(tiny), names) == names
 
     dataset = nvt.Dataset(str(path), engine="parquet")
     read = dataset.to_ddf(dictionary_strings=names).compute()

@@ -355,7 +355,8 @@ def _is_sorted_unique(data, offsets):
 # Sorting strings by their first eight bytes as one integer (big-endian, zero-padded) is a
 # plain integer sort, several times faster than comparing strings; only strings whose first
 # eight bytes agree need a byte comparison: short runs of them are insertion-sorted in place,
-# long ones merge-sorted, and runs of one repeated string only put in row order.
+# runs of one repeated string only put in row order. A longer run of different strings (URLs
+# sharing a prefix) is left to a comparison sort: sorting it here took 4x Arrow's time.
 _SHORT_RUN = 32
 
 
@@ -393,37 +394,6 @@ def _insertion_sort(order, lo, hi, data, offsets):
         order[b + 1] = moving
 
 
-@numba.njit(cache=True, nogil=True)
-def _merge_sort(order, lo, hi, data, offsets):
-    # Bottom-up: insertion-sorted blocks of _SHORT_RUN rows, then merged in widening passes.
-    for start in range(lo, hi, _SHORT_RUN):
-        _insertion_sort(order, start, min(start + _SHORT_RUN, hi), data, offsets)
-    scratch = np.empty(hi - lo, dtype=order.dtype)
-    width = _SHORT_RUN
-    while width < hi - lo:
-        for left in range(lo, hi, 2 * width):
-            middle, right = min(left + width, hi), min(left + 2 * width, hi)
-            i, j, k = left, middle, 0
-            while i < middle and j < right:
-                if _before(data, offsets, order[j], order[i]):
-                    scratch[k] = order[j]
-                    j += 1
-                else:
-                    scratch[k] = order[i]
-                    i += 1
-                k += 1
-            while i < middle:
-                scratch[k] = order[i]
-                i += 1
-                k += 1
-            while j < right:
-                scratch[k] = order[j]
-                j += 1
-                k += 1
-            order[left:right] = scratch[:k]
-        width *= 2
-
-
 @numba.njit(inline="always", cache=True)
 def _same_row_bytes(data, offsets, row_a, row_b):
     return _same_bytes(data, offsets[row_a], offsets[row_a + 1] - offsets[row_a], data, offsets[row_b], offsets[row_b + 1] - offsets[row_b])
@@ -435,6 +405,8 @@ def _settle_ties(order, keys, lengths, data, offsets, row_ordered):
     # equal keys and lengths of at most eight bytes hold equal strings); each run
     # of equal keys is put in byte order, equal strings by row when ``row_ordered`` (else in
     # any order).
+    # False (the order half settled) when a run of different strings is longer than
+    # _SHORT_RUN.
     n = order.shape[0]
     i = 0
     while i < n:
@@ -450,14 +422,14 @@ def _settle_ties(order, keys, lengths, data, offsets, row_ordered):
             if repeated:
                 if row_ordered:
                     order[i:j] = np.sort(order[i:j])
-            else:
-                if j - i <= _SHORT_RUN:
-                    _insertion_sort(order, i, j, data, offsets)
-                else:
-                    _merge_sort(order, i, j, data, offsets)
+            elif j - i <= _SHORT_RUN:
+                _insertion_sort(order, i, j, data, offsets)
                 for a in range(i, j):  # the run's keys are equal; its lengths moved
                     lengths[a] = offsets[order[a] + 1] - offsets[order[a]]
+            else:
+                return False
         i = j
+    return True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -492,8 +464,11 @@ def _gather_strings(data, offsets, rows, out_offsets):
     return out
 
 
-def _sort_by_prefix(data: np.ndarray, offsets: np.ndarray, rows: np.ndarray | None, row_ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``rows`` (all when None) in byte order, with their prefix keys and lengths in that order."""
+def _sort_by_prefix(
+    data: np.ndarray, offsets: np.ndarray, rows: np.ndarray | None, row_ordered: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``rows`` (all when None) in byte order, with their prefix keys and lengths in that
+    order; None when too many different strings share their first eight bytes."""
     keys = _prefix_keys(data, offsets)
     lengths = np.diff(offsets)
     if rows is not None:
@@ -503,8 +478,7 @@ def _sort_by_prefix(data: np.ndarray, offsets: np.ndarray, rows: np.ndarray | No
     position = np.argsort(keys)
     order = position if rows is None else rows[position]
     keys, lengths = keys[position], lengths[position]
-    _settle_ties(order, keys, lengths, data, offsets, row_ordered)
-    return order, keys, lengths
+    return (order, keys, lengths) if _settle_ties(order, keys, lengths, data, offsets, row_ordered) else None
 
 
 @numba.njit(cache=True)
@@ -566,9 +540,11 @@ def _merge_runs(a_data, a_offsets, a_counts, a_keys, b_data, b_offsets, b_counts
     return out_data[:position], out_offsets[: k + 1], out_counts[:k], out_keys[: k if with_keys else 0]
 
 
-def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
     """Indices that put the strings of Arrow-style buffers in ascending byte order (Arrow's
-    order); equal strings keep their order.
+    order; equal strings keep their order), or None when too many different strings share
+    their first eight bytes for the integer sort to pay (then sort by comparison, e.g.
+    ``pyarrow.compute.array_sort_indices``).
 
     Examples
     --------
@@ -578,17 +554,18 @@ def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     [3, 1, 2, 0]
     """
     data, offsets, _ = _buffers(data, offsets, np.zeros(0, np.bool_))
-    return _sort_by_prefix(data, offsets, None, True)[0]
+    ordered = _sort_by_prefix(data, offsets, None, True)
+    return None if ordered is None else ordered[0]
 
 
-def sorted_counts(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sorted_counts(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Each distinct valid string of Arrow-style buffers once, in ascending byte order, with
-    the number of rows holding it: ``(data, offsets, counts)`` of a count table.
+    the number of rows holding it: ``(data, offsets, counts)`` of a count table; None when
+    too many different strings share their first eight bytes (count them by hashing).
 
-    Sorting by the strings' first eight bytes as integers, then settling ties by their bytes,
-    counts a column of strings without hashing them (a plain-encoded parquet column, read
-    without building a dictionary), and gives the sorted runs :func:`merge_sorted_counts`
-    merges.
+    Sorting by the strings' first eight bytes as integers counts a column of short strings
+    (ids) without hashing them, such as a plain-encoded parquet column read without building
+    a dictionary, and gives the sorted runs :func:`merge_sorted_counts` merges.
 
     Examples
     --------
@@ -600,7 +577,10 @@ def sorted_counts(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> t
     (b'ab', [0, 1, 2], [1, 2])
     """
     data, offsets, valid = _buffers(data, offsets, valid)
-    order, keys, lengths = _sort_by_prefix(data, offsets, None if valid.all() else np.flatnonzero(valid), False)
+    ordered = _sort_by_prefix(data, offsets, None if valid.all() else np.flatnonzero(valid), False)
+    if ordered is None:
+        return None
+    order, keys, lengths = ordered
     firsts, counts = _distinct_counts(order, keys, lengths, data, offsets)
     del order, keys
     out_offsets = np.zeros(len(firsts) + 1, dtype=np.int64)

@@ -523,10 +523,15 @@ class PandasBackend:
                 return counts
             series = pd.Series(pd.array(encoded.cast(pa.large_string()), dtype=_pandas_string_dtype()), name=series.name)
         if _is_arrow_string(series.dtype):
-            # Sorted, not hashed: the table comes out in byte order, as the merges want it.
+            # Short strings (ids) are counted by sorting, not hashing: the table comes out in
+            # byte order, as the merges want it. Longer ones sharing prefixes sort slowly.
             from tabflow.backends._string_table import sorted_counts
 
-            return _count_series(sorted_counts(*_arrow_string_buffers(pa.array(series.array), series.name)), series.name)
+            data, offsets, valid = _arrow_string_buffers(pa.array(series.array), series.name)
+            if len(offsets) < 2 or int(np.diff(offsets).max()) <= 8:
+                table = sorted_counts(data, offsets, valid)
+                if table is not None:
+                    return _count_series(table, series.name)
         counts = series.value_counts(dropna=True, sort=False)
         if self.is_string_dtype(counts.index.dtype) and counts.index.dtype != _pandas_string_dtype():
             # Fitted vocabularies hold the engine's string dtype whichever the data had.
@@ -1084,7 +1089,9 @@ def _byte_order(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
     if not values.null_count:
-        return byte_order(*_arrow_string_buffers(values)[:2])
+        order = byte_order(*_arrow_string_buffers(values)[:2])
+        if order is not None:
+            return order
     import pyarrow.compute as pc
 
     return pc.array_sort_indices(values).to_numpy()

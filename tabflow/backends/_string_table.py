@@ -402,10 +402,9 @@ def _same_row_bytes(data, offsets, row_a, row_b):
 @numba.njit(cache=True, nogil=True)
 def _settle_ties(order, keys, lengths, data, offsets, row_ordered):
     # ``order`` sorts the rows by prefix key (``keys`` and ``lengths`` in its order: rows with
-    # equal keys and lengths of at most eight bytes hold equal strings); each run
-    # of equal keys is put in byte order, equal strings by row when ``row_ordered`` (else in
-    # any order).
-    # False (the order half settled) when a run of different strings is longer than
+    # equal keys and lengths of at most eight bytes hold equal strings). Each run of equal keys
+    # is put in byte order, equal strings by row when ``row_ordered`` (else in any order);
+    # False, the order left half settled, when a run of different strings is longer than
     # _SHORT_RUN.
     n = order.shape[0]
     i = 0

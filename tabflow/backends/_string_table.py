@@ -354,9 +354,9 @@ def _is_sorted_unique(data, offsets):
 
 # Sorting strings by their first eight bytes as one integer (big-endian, zero-padded) is a
 # plain integer sort, several times faster than comparing strings; only strings whose first
-# eight bytes agree need a byte comparison: short runs of them are insertion-sorted in place,
-# runs of one repeated string only put in row order. A longer run of different strings (URLs
-# sharing a prefix) is left to a comparison sort: sorting it here took 4x Arrow's time.
+# eight bytes agree need a byte comparison: short runs of them are insertion-sorted in place
+# (a run of one repeated string needs nothing when counting). A longer run (URLs sharing a
+# prefix) is left to a comparison sort: sorting it here took 4x Arrow's time.
 _SHORT_RUN = 32
 
 
@@ -404,8 +404,8 @@ def _settle_ties(order, keys, lengths, data, offsets, row_ordered):
     # ``order`` sorts the rows by prefix key (``keys`` and ``lengths`` in its order: rows with
     # equal keys and lengths of at most eight bytes hold equal strings). Each run of equal keys
     # is put in byte order, equal strings by row when ``row_ordered`` (else in any order);
-    # False, the order left half settled, when a run of different strings is longer than
-    # _SHORT_RUN.
+    # False, the order left half settled, when a run to sort is longer than _SHORT_RUN.
+    # (Insertion sorts only: numba takes seconds to compile its np.sort.)
     n = order.shape[0]
     i = 0
     while i < n:
@@ -417,16 +417,12 @@ def _settle_ties(order, keys, lengths, data, offsets, row_ordered):
             if repeated and (lengths[j] != lengths[i] or (lengths[i] > 8 and not _same_row_bytes(data, offsets, order[i], order[j]))):
                 repeated = False
             j += 1
-        if j - i > 1:
-            if repeated:
-                if row_ordered:
-                    order[i:j] = np.sort(order[i:j])
-            elif j - i <= _SHORT_RUN:
-                _insertion_sort(order, i, j, data, offsets)
-                for a in range(i, j):  # the run's keys are equal; its lengths moved
-                    lengths[a] = offsets[order[a] + 1] - offsets[order[a]]
-            else:
+        if j - i > 1 and not (repeated and not row_ordered):
+            if j - i > _SHORT_RUN:
                 return False
+            _insertion_sort(order, i, j, data, offsets)
+            for a in range(i, j):  # the run's keys are equal; its lengths may have moved
+                lengths[a] = offsets[order[a] + 1] - offsets[order[a]]
         i = j
     return True
 

@@ -201,25 +201,20 @@ def _positions(slots, table_data, table_offsets, data, offsets, valid):
 # 25-35 ns a string instead of 165 on a table of two million, measured where a miss costs
 # 100-150 ns.
 @numba.njit(cache=True, nogil=True)
-def _short_keys(data, offsets, valid):
-    # Each string's key, and whether it has one (valid, at most eight bytes, no NUL byte).
+def _short_strings(data, offsets, valid):
+    # Whether each string has a key that is the whole string (see _prefix_keys): valid, at
+    # most eight bytes, no NUL byte.
     n = offsets.shape[0] - 1
-    keys = np.empty(n, dtype=np.uint64)
     short = np.empty(n, dtype=np.bool_)
     for i in range(n):
         start = offsets[i]
-        length = offsets[i + 1] - start
-        fits = valid[i] and length <= 8
-        key = np.uint64(0)
-        for k in range(8):
-            key = key << np.uint64(8)
-            if fits and k < length:
-                byte = data[start + k]
-                fits = byte != 0
-                key = key | np.uint64(byte)
-        keys[i] = key
+        fits = valid[i] and offsets[i + 1] - start <= 8
+        for k in range(start, offsets[i + 1] if fits else start):
+            if data[k] == 0:
+                fits = False
+                break
         short[i] = fits
-    return keys, short
+    return short
 
 
 @numba.njit(cache=True, nogil=True)
@@ -305,11 +300,11 @@ class StringTable:
         if len(valid) >= _MAX_ENTRIES:
             raise ValueError(f"a string table holds fewer than {_MAX_ENTRIES} strings, not {len(valid)}")
         self._size = len(valid)
-        keys, short = _short_keys(data, offsets, valid)
+        short = _short_strings(data, offsets, valid)
         if short.sum() == valid.sum():
             # Only short strings: sorted keys (12 bytes a string, the hash table's 11.4).
             rows = np.flatnonzero(short).astype(np.int32 if len(valid) < 2**31 else np.int64)
-            keys = keys[rows]
+            keys = _prefix_keys(data, offsets)[rows]
             order = np.argsort(keys)
             self._keys, self._rows = _first_of_equal_keys(keys[order], rows[order])
             self._slots = None
@@ -325,7 +320,7 @@ class StringTable:
         data, offsets, valid = _buffers(data, offsets, valid)
         if self._slots is not None:
             return _positions(self._slots, self._data, self._offsets, data, offsets, valid)
-        keys, short = _short_keys(data, offsets, valid)
+        keys, short = _prefix_keys(data, offsets), _short_strings(data, offsets, valid)
         order = np.argsort(keys)
         out = np.full(len(keys), -1, dtype=np.int64)
         _walk_sorted(order, keys[order], short, self._keys, self._rows, out)

@@ -1023,10 +1023,10 @@ def _dictionary_encoded(metadata: pq.FileMetaData, names: Sequence[str]) -> list
     column costs a third of the time, and counting or encoding it row by row costs no more
     than its dictionary's values would. A column is taken as mostly plain when its data pages
     (its chunks' bytes past the dictionary page, uncompressed by the chunk's own compression
-    ratio) take at least half the bytes per row that plain pages would: 4 bytes of length and the strings' bytes (the mean of the
-    lengths of the chunks' least and greatest values, 8 without statistics), where
-    dictionary indices take 1 to 3. In files of fewer than ``_PLAIN_MIN_ROWS`` rows every
-    column asked for is read as a dictionary.
+    ratio) take at least half the bytes per row that plain pages would: 4 bytes of length and
+    the strings' bytes (the mean of the lengths of the chunks' least and greatest values, 8
+    without statistics), where dictionary indices take 1 to 3. In files of fewer than
+    ``_PLAIN_MIN_ROWS`` rows every column asked for is read as a dictionary.
     """
     leaves = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
     chosen = []

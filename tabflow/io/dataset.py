@@ -173,9 +173,8 @@ class Dataset:
     def num_rows(self) -> int:
         """Number of rows (from file metadata when possible, else counted once)."""
         if self._num_rows is None:
-            client = active_client(self.client)
-            length = self._ddf.map_partitions(len).sum()
-            self._num_rows = int(length.compute(scheduler=client) if client else length.compute())
+            (length,) = compute(self._ddf.map_partitions(len).sum(), client=self.client)
+            self._num_rows = int(length)
         return self._num_rows
 
     def partition_lengths(self) -> list[int]:
@@ -192,9 +191,7 @@ class Dataset:
         [4, 3, 3]
         """
         if self._partition_lengths is None:
-            client = active_client(self.client)
-            counts = self._ddf.map_partitions(len)
-            lengths = counts.compute(scheduler=client) if client else counts.compute()
+            (lengths,) = compute(self._ddf.map_partitions(len), client=self.client)
             self._partition_lengths = [int(n) for n in lengths]
             self._num_rows = sum(self._partition_lengths)
         return list(self._partition_lengths)

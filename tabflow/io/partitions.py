@@ -19,6 +19,8 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Generator, Iterator, Sequence
 
+import dask.local
+
 from tabflow.io.cluster import active_client
 
 __all__ = ["iter_partitions", "iter_calls"]
@@ -40,8 +42,10 @@ def iter_partitions(
         results = _windowed(lambda index: client.compute(parts[index]), order, prefetch)
         yield from results if convert is None else map(convert, results)
         return
+    # The synchronous scheduler as a function: named by a string, dask imports distributed
+    # to look for a client first.
     with ThreadPoolExecutor(max_workers=max(1, prefetch), thread_name_prefix="tabflow-read") as pool:
-        yield from _windowed(lambda index: pool.submit(_then(convert, parts[index].compute), scheduler="sync"), order, prefetch)
+        yield from _windowed(lambda index: pool.submit(_then(convert, parts[index].compute), scheduler=dask.local.get_sync), order, prefetch)
 
 
 def iter_calls(calls: Sequence[Any], prefetch: int = 2, convert: Callable[[Any], Any] | None = None) -> Generator[Any, None, None]:

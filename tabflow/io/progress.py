@@ -28,6 +28,7 @@ Examples
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -57,6 +58,7 @@ def compute(
         # The text bar, in notebooks too: distributed's widget shows only as a cell's value.
         show_progress([f for f in futures if hasattr(f, "key")], notebook=False)
         return tuple(client.gather(futures))
+    dask_options = _local_options(collections, dask_options)
     if not progress:
         return dask.compute(*collections, **dask_options)
     from dask.callbacks import normalize_callback
@@ -64,6 +66,22 @@ def compute(
 
     bar = TqdmCallback(desc=desc, unit="task")
     return dask.compute(*collections, callbacks=[normalize_callback(bar)], **dask_options)
+
+
+def _local_options(collections: tuple, dask_options: dict[str, Any]) -> dict[str, Any]:
+    """``dask_options`` naming the collections' own scheduler where dask would pick it.
+
+    Without a scheduler named, ``dask.compute`` imports ``distributed`` to look for a client
+    (0.1-0.3 s, the first time). No client exists while that package is not imported, so the
+    scheduler dask would fall back to, the collections' default, is named instead. A
+    scheduler in ``dask.config`` is left to dask, as are collections without one default.
+    """
+    if "scheduler" in dask_options or "distributed" in sys.modules or dask.config.get("scheduler", None) is not None:
+        return dask_options
+    defaults = {c.__dask_scheduler__ for c in collections if dask.is_dask_collection(c)}
+    if len(defaults) != 1:
+        return dask_options
+    return {**dask_options, "scheduler": defaults.pop()}
 
 
 @contextmanager

@@ -28,6 +28,7 @@ import threading
 import urllib.parse
 from typing import Any, Mapping, Sequence
 
+import dask.local
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -365,7 +366,9 @@ def _write_side_by_side(ddf: Any, indices: Sequence[int], file_of: Any, outputs:
     def compute_and_write(index: int) -> None:
         file = file_of(index)
         try:
-            table = prepare(parts[index].compute(scheduler="sync"))
+            # dask's own synchronous scheduler, as a function: named by a string, it imports
+            # distributed to look for a client first.
+            table = prepare(parts[index].compute(scheduler=dask.local.get_sync))
         except BaseException:
             turns.fail(file)
             raise

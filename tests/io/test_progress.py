@@ -126,3 +126,40 @@ def test_with_a_distributed_client_the_bar_is_distributeds_and_results_are_the_s
     assert _bars(captured.err) == {"write out": "4/4 partition"}
     pd.testing.assert_frame_equal(workflow.transform(frame), expected)
     pd.testing.assert_frame_equal(computed.reset_index(drop=True), expected)
+
+
+def test_local_work_never_imports_distributed(tmp_path):
+    # dask.compute imports distributed (0.1-0.3 s) to look for a client unless it is told
+    # the scheduler; tabflow names it while no client can exist. A scheduler set in
+    # dask.config is still obeyed: the synchronous one runs every task in the calling thread.
+    import subprocess
+    import sys
+
+    script = f"""
+import sys, threading
+import dask, dask.dataframe as dd, numpy as np, pandas as pd
+import tabflow as nvt
+from tabflow import ops
+frame = pd.DataFrame({{"c": pd.Series(list("abcab") * 40, dtype="str"), "x": np.arange(200.0)}})
+threads = []
+def seen(part):
+    threads.append(threading.get_ident())
+    return part
+dataset = nvt.Dataset(dd.from_pandas(frame, npartitions=4).map_partitions(seen))
+workflow = nvt.Workflow((["c"] >> ops.Categorify()) + (["x"] >> ops.LogOp() >> ops.Normalize()))
+workflow.fit(dataset)
+workflow.transform(dataset).to_parquet({str(tmp_path / "out")!r})
+out = nvt.Dataset({str(tmp_path / "out")!r}, engine="parquet").compute()
+assert out["c"].tolist() == [3, 4, 5, 3, 4] * 40, out["c"].tolist()[:5]
+counted = nvt.Dataset(frame, npartitions=3)
+assert counted.partition_lengths() == [67, 67, 66] and nvt.Dataset(frame, npartitions=2).num_rows == 200
+assert "distributed" not in sys.modules
+assert set(threads) - {{threading.get_ident()}}, "the default scheduler runs tasks in its threads"
+threads.clear()
+with dask.config.set(scheduler="synchronous"):
+    workflow.fit(dataset)
+assert set(threads) == {{threading.get_ident()}}, threads
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]

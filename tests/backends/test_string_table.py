@@ -230,7 +230,9 @@ def test_byte_order_declines_long_runs_of_shared_prefixes():
     assert counts.tolist() == [repeated.count(v) for v in counts.index]
 
 
-@pytest.mark.parametrize("shape", ["ids", "long repeated", "shared prefixes", "nul bytes", "all null", "empty", "unicode"])
+@pytest.mark.parametrize(
+    "shape", ["ids", "short mixed", "eight and nine bytes", "long repeated", "shared prefixes", "nul bytes", "all null", "empty", "unicode"]
+)
 def test_sorted_counts_equal_counting_in_python(shape):
     from tabflow.backends._string_table import sorted_counts
     from tabflow.backends.pandas_backend import _arrow_string_buffers
@@ -239,6 +241,11 @@ def test_sorted_counts_equal_counting_in_python(shape):
     if shape == "ids":  # Criteo-like: 8 hex characters, half the rows repeats
         pool = [f"{v:08x}" for v in rng.integers(0, 2**32, 30_000)]
         values = [pool[i] for i in rng.integers(0, len(pool), 60_000)]
+    elif shape == "short mixed":  # 0-8 bytes, multi-byte characters: counted from the keys alone
+        pool = ["".join(rng.choice(list("ab\u00e9z"), size=n)) for n in rng.integers(0, 5, 3_000)]
+        values = [v for v in (pool[i] for i in rng.integers(0, len(pool), 20_000)) if len(v.encode()) <= 8]
+    elif shape == "eight and nine bytes":  # one string over eight bytes: sorted by prefix instead
+        values = [f"{v:08x}" for v in rng.integers(0, 2**32, 5_000)] + ["123456789", "12345678"]
     elif shape == "long repeated":  # runs of one long string (equal keys, identical bytes)
         values = [("k" * 30 + str(i % 3)) for i in range(5_000)]
     elif shape == "shared prefixes":

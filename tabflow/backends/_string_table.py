@@ -315,14 +315,21 @@ class StringTable:
     def __len__(self) -> int:
         return self._size
 
-    def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """int64 row of each string in the set, ``-1`` where absent or null."""
+    def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """int64 row of each string in the set, ``-1`` where absent or null; written into
+        ``out`` (an int64 array, one value per string) when given."""
         data, offsets, valid = _buffers(data, offsets, valid)
         if self._slots is not None:
-            return _positions(self._slots, self._data, self._offsets, data, offsets, valid)
+            found = _positions(self._slots, self._data, self._offsets, data, offsets, valid)
+            if out is None:
+                return found
+            out[:] = found
+            return out
         keys, short = _prefix_keys(data, offsets), _short_strings(data, offsets, valid)
         order = np.argsort(keys)
-        out = np.full(len(keys), -1, dtype=np.int64)
+        if out is None:
+            out = np.empty(len(keys), dtype=np.int64)
+        out.fill(-1)
         _walk_sorted(order, keys[order], short, self._keys, self._rows, out)
         return out
 

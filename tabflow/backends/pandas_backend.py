@@ -90,8 +90,9 @@ class StringLookup:
         self._table = StringTable(*buffers)
 
     def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """int64 position of each string of Arrow-style buffers, -1 where absent or null."""
-        return self._table.positions(data, offsets, valid)
+        """int64 position of each string of Arrow-style buffers, -1 where absent or null
+        (a new array, in Arrow's memory pool: see :func:`_pooled_empty`)."""
+        return self._table.positions(data, offsets, valid, out=_pooled_empty(len(valid), np.dtype(np.int64)))
 
     def dictionary_positions(self, encoded: pa.ChunkedArray) -> np.ndarray:
         """int64 position of each value of dictionary-encoded strings, -1 where absent or null.
@@ -99,10 +100,10 @@ class StringLookup:
         Each chunk's dictionary is looked up once and its indices take the answers: a
         column read with its parquet dictionary costs one lookup per distinct value.
         """
-        out = np.empty(len(encoded), dtype=np.int64)
+        out = _pooled_empty(len(encoded), np.dtype(np.int64))
         start = 0
         for chunk in encoded.chunks:
-            found = self.positions(*_arrow_string_buffers(chunk.dictionary))
+            found = self._table.positions(*_arrow_string_buffers(chunk.dictionary))
             # One slot past the dictionary answers -1: where null indices point.
             found = np.append(found, -1)
             out[start : start + len(chunk)] = found[_dictionary_indices(chunk)]
@@ -644,7 +645,7 @@ class PandasBackend:
         if encoded is None:
             return None
         chunks = [chunk for chunk in encoded.chunks if len(chunk)]
-        out = np.empty(len(series), dtype=dtype) if len(chunks) != 1 else None
+        out = _pooled_empty(len(series), np.dtype(dtype))
         start = 0
         for chunk in chunks:
             dictionary = chunk.dictionary
@@ -652,11 +653,8 @@ class PandasBackend:
             answers = np.asarray(self.to_host(function(self._distinct_series(distinct))), dtype=dtype)
             if answers.shape != (len(distinct),):
                 raise ValueError(f"map_distinct: the function gave {answers.shape[0] if answers.ndim else 0} answers for {len(distinct)} distinct values")
-            rows = answers[_dictionary_indices(chunk)]
-            if out is None:
-                return rows
-            out[start : start + len(rows)] = rows
-            start += len(rows)
+            np.take(answers, _dictionary_indices(chunk), out=out[start : start + len(chunk)])
+            start += len(chunk)
         return out
 
     @staticmethod
@@ -1230,6 +1228,13 @@ def _pooled_values(column: pa.ChunkedArray, numpy_dtype: np.dtype) -> np.ndarray
         return np.zeros(0, numpy_dtype)
     joined = pa.concat_arrays(chunks)
     return np.frombuffer(joined.buffers()[1], numpy_dtype, count=len(joined), offset=joined.offset * numpy_dtype.itemsize)
+
+
+def _pooled_empty(length: int, numpy_dtype: np.dtype) -> np.ndarray:
+    """A writable NumPy array of ``length`` values, uninitialised, in Arrow's memory pool (see
+    :func:`_pooled_values`: memory the pool freed is reused without page faults)."""
+    buffer = pa.allocate_buffer(length * numpy_dtype.itemsize)
+    return np.frombuffer(buffer, numpy_dtype, count=length)
 
 
 def _masked_integers(column: pa.ChunkedArray, target: Any) -> pd.api.extensions.ExtensionArray | None:

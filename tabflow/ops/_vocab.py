@@ -309,11 +309,16 @@ def encode_unit(
 
 def _codes(backend: Any, keys: Any, table: Any, vocab_offset: int, n_oov: int, shift: int = 0) -> Any:
     xp = backend.xp
-    positions = backend.lookup(table, keys)
+    # A lookup answers in a new int64 array: the codes are made in it, in place (a partition's
+    # worth of fresh memory less per column, each page of it a fault). Found positions move up
+    # to their codes; the -1s of the missing land below the vocabulary's first code.
+    codes = backend.lookup(table, keys)
     null = backend.null_mask(keys)
-    codes = xp.where(positions >= 0, positions + vocab_offset, OOV_INDEX).astype(xp.int64)
+    codes += vocab_offset
+    missing = codes < vocab_offset
+    codes[missing] = OOV_INDEX
     if n_oov > 1:
-        oov = (positions < 0) & ~null
+        oov = missing & ~null
         if bool(oov.any()):
             buckets = hash_keys(backend, keys[_mask(backend, oov, keys)]) % np.uint64(n_oov)
             codes[oov] = OOV_INDEX + buckets.astype(xp.int64)

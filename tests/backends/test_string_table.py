@@ -10,7 +10,7 @@ import pytest
 
 from tabflow.backends import get_backend
 from tabflow.backends._string_table import StringTable
-from tabflow.backends.pandas_backend import StringLookup
+from tabflow.backends.pandas_backend import StringLookup, _arrow_string_buffers
 
 PANDAS = get_backend("pandas")
 
@@ -114,6 +114,15 @@ def test_sets_of_short_strings_answer_as_the_hash_table_does(queries):
     mixed = PANDAS.lookup_table(pd.concat([vocab, pd.Series(["a long string of many bytes"], dtype="str")], ignore_index=True))
     assert mixed._table._slots is not None  # one long string: the hash table
     np.testing.assert_array_equal(PANDAS.lookup(mixed, keys), reference)
+    # Both layouts write into an array given to them (the engine's lookups give one in Arrow's
+    # memory pool), whatever it held, and answer in it.
+    buffers = _arrow_string_buffers(pa.array(keys.astype(object), pa.large_string()))
+    for layout in (table, mixed):
+        out = np.full(n, 123456, dtype=np.int64)
+        assert layout._table.positions(*buffers, out=out) is out
+        np.testing.assert_array_equal(out, reference)
+        found = PANDAS.lookup(layout, keys)
+        assert found.flags.writeable and found.dtype == np.int64  # Categorify makes its codes in it
 
 
 def test_a_sliced_arrow_column_uses_its_own_offsets():

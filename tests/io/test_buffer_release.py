@@ -20,7 +20,7 @@ _MALLINFO2 = _GLIBC and tuple(int(part) for part in platform.libc_ver()[1].split
 
 def _run(code: str, **env: str) -> str:
     """Run ``code`` in a fresh interpreter (the setting is process-wide and made once)."""
-    environ = {k: v for k, v in os.environ.items() if k not in ("MALLOC_MMAP_THRESHOLD_", memory.THRESHOLD_VARIABLE)}
+    environ = {k: v for k, v in os.environ.items() if k not in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", memory.THRESHOLD_VARIABLE)}
     environ.update(env)
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=environ,
                             cwd=os.getcwd(), check=False)
@@ -74,6 +74,35 @@ def test_partition_buffers_come_from_the_heap_and_freed_ones_leave_resident_memo
     assert on[2] == 1 and on[3] >= 40 << 20  # the freed 48 MB left resident memory
     off = [int(word) for word in _run(code, **{memory.THRESHOLD_VARIABLE: "0"}).split()]
     assert off[0] == 0 and off[2] == 0 and off[3] < 4 << 20  # left alone: glibc kept them resident
+
+
+@pytest.mark.skipif(not _GLIBC, reason="the trim threshold is glibc's")
+def test_memory_freed_at_the_top_of_the_heap_stays_until_released():
+    # glibc's dynamic rule keeps free memory at the top of a heap up to twice the mmap
+    # threshold; with the threshold fixed it would hand back anything over 128 KiB at every
+    # free, and the next buffer of the partition would fault its pages in again. Freed, a
+    # 20 MB buffer stays resident (reused by the next one without faults) until
+    # release_freed_memory hands it back; a trim threshold given to glibc itself is obeyed.
+    code = """
+        import os
+        import numpy as np
+        from tabflow.io.memory import keep_large_buffers_mapped, release_freed_memory
+
+        def resident():
+            with open("/proc/self/statm") as statm:
+                return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        keep_large_buffers_mapped()
+        buffer = np.ones(20 << 20, np.uint8)
+        before = resident()
+        del buffer
+        freed = resident()
+        release_freed_memory()
+        print(before - freed, freed - resident())
+    """
+    kept, released = (int(word) for word in _run(code).split())
+    assert kept < 4 << 20 and released >= 16 << 20
+    kept, released = (int(word) for word in _run(code, MALLOC_TRIM_THRESHOLD_="131072").split())
+    assert kept >= 16 << 20 and released < 4 << 20
 
 
 def test_the_readers_release_freed_memory_before_each_partition(tmp_path, monkeypatch):

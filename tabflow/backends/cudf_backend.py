@@ -189,6 +189,11 @@ class CudfBackend:
         except (TypeError, ValueError, NotImplementedError):  # NotImplementedError: casts of list columns
             return series
 
+    def fill_nulls(self, series: Any, value: Any, canonical: str) -> Any:
+        """``series`` with nulls replaced by ``value``, cast to ``canonical``."""
+        filled = series.fillna(value)
+        return filled if self.canonical_dtype(filled.dtype) == canonical else self.astype(filled, canonical)
+
     def to_float(self, series: Any, dtype: str = "float32") -> Any:
         """Numeric series as a NumPy float dtype whose missing values are cuDF nulls.
 

@@ -270,6 +270,27 @@ class PandasBackend:
         except (TypeError, ValueError):
             return series  # e.g. nulls where the fitted data had none: the ops see the column as it is
 
+    def fill_nulls(self, series: pd.Series, value: Any, canonical: str) -> pd.Series:
+        """``series`` with missing values replaced by ``value``, cast to ``canonical``.
+
+        A masked integer or NumPy float column becoming a NumPy column of its own number type
+        is filled in one copy of its values: ``fillna`` copied the values and the mask, and
+        the cast copied the values again.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> get_backend("pandas").fill_nulls(pd.Series([3, None, 5], dtype="Int64"), 0, "int64").tolist()
+        [3, 0, 5]
+        """
+        target = self.engine_dtype(canonical)
+        filled = _filled_numbers(series, value, target)
+        if filled is not None:
+            return pd.Series(filled, index=series.index, name=series.name, copy=False)
+        filled = series.fillna(value)
+        return filled if self.canonical_dtype(filled.dtype) == canonical else self.astype(filled, canonical)
+
     def to_float(self, series: pd.Series, dtype: str = "float32") -> pd.Series:
         """Numeric series to a numpy float dtype, nulls becoming NaN."""
         # One copy, made here (the result never shares the input's memory); pandas 3 would
@@ -1228,6 +1249,30 @@ def _pooled_values(column: pa.ChunkedArray, numpy_dtype: np.dtype) -> np.ndarray
         return np.zeros(0, numpy_dtype)
     joined = pa.concat_arrays(chunks)
     return np.frombuffer(joined.buffers()[1], numpy_dtype, count=len(joined), offset=joined.offset * numpy_dtype.itemsize)
+
+
+def _filled_numbers(series: pd.Series, value: Any, target: Any) -> np.ndarray | None:
+    """A copy of the values of a masked integer or NumPy float series of the NumPy dtype
+    ``target`` (``Int64`` for ``int64``), missing ones replaced by ``value``; None for any
+    other column, target or value (one ``target`` cannot hold exactly): ``fillna`` then a
+    cast decide those."""
+    if not isinstance(target, np.dtype) or target.kind not in "iuf" or isinstance(value, (bool, np.bool_)):
+        return None
+    if not isinstance(value, (int, float, np.integer, np.floating)) or np.array(value).astype(target) != value:
+        return None
+    array = series.array
+    if isinstance(array, pd.arrays.IntegerArray):
+        values, missing = array._data, array._mask
+    elif series.dtype == target and target.kind == "f":
+        values = series.to_numpy()
+        missing = np.isnan(values)
+    else:
+        return None
+    if values.dtype != target:
+        return None
+    out = values.copy()
+    out[missing] = value
+    return out
 
 
 def _pooled_empty(length: int, numpy_dtype: np.dtype) -> np.ndarray:

@@ -174,6 +174,10 @@ class Backend(Protocol):
     def conform_column(self, series: Series, canonical: str) -> Series:
         """``series`` cast to ``canonical`` when no value changes, else unchanged."""
 
+    def fill_nulls(self, series: Series, value: Any, canonical: str) -> Series:
+        """``series`` with its missing values replaced by ``value``, as ``canonical``: what
+        ``fillna(value)`` then a cast give, a new series either way."""
+
     def to_float(self, series: Series, dtype: str = "float32") -> Series:
         """A numeric series as a float dtype whose missing values are what the engine skips
         in reductions and group aggregations (NaN for pandas, null for cuDF, where a NaN is

@@ -145,8 +145,7 @@ def fill_columns(
         elif target != source and target.startswith("float"):
             # Convert first: a masked integer column cannot take a fractional fill value.
             column = backend.to_float(column, target)
-        column = column.fillna(value)
-        out[name] = column if target == backend.canonical_dtype(column.dtype) else backend.astype(column, target)
+        out[name] = backend.fill_nulls(column, value, target)
     return backend.frame_from_dict({**out, **flags}, index=df.index)
 
 

@@ -114,6 +114,33 @@ def test_to_float_and_to_numpy(backend):
     np.testing.assert_array_equal(backend.to_numpy(series, "float64", na_value=-1.0), [1.0, -1.0, 3.0])
 
 
+@pytest.mark.parametrize(
+    "values, dtype, fill, canonical",
+    [
+        ([1, None, 3, None], "Int64", 0, "int64"),  # FillMissing on a masked id: one pass
+        ([1, None, -3, None], "Int32", 7, "int32"),
+        ([None, None], "Int64", -1, "int64"),
+        ([], "Int64", 0, "int64"),
+        ([1.5, np.nan, -0.0, np.inf], "float64", 2.25, "float64"),
+        ([1.5, np.nan], "float32", 0, "float32"),
+        ([1, None, 3], "Int64", 0, "Int64"),  # stays masked: fillna alone
+        ([1.5, None], "Float64", 0, "float64"),
+        ([1, 2], "int64", 0, "int64"),  # nothing to fill
+        ([2**62, None], "Int64", 0, "float64"),  # a cast that rounds: made as astype makes it
+        ([1, None], "Int64", 1.0, "int64"),
+    ],
+)
+def test_fill_nulls_is_fillna_then_a_cast(backend, values, dtype, fill, canonical):
+    host = pd.Series(pd.array(values, dtype=dtype), index=pd.RangeIndex(10, 10 + len(values)), name="v")
+    filled = backend.fill_nulls(backend.from_host(host), fill, canonical)
+    expected = host.fillna(fill)
+    expected = expected.astype(get_backend("pandas").engine_dtype(canonical))
+    result = _host(backend, filled)
+    assert backend.canonical_dtype(filled.dtype) == canonical
+    pd.testing.assert_series_equal(result, expected, check_dtype=False)
+    assert host.isna().sum() == sum(v is None or (isinstance(v, float) and np.isnan(v)) for v in values)  # input untouched
+
+
 def test_list_columns(backend):
     host = pd.Series([[1, 2], [], None, [3]], dtype=pd.ArrowDtype(pa.list_(pa.int64())), name="tags")
     series = backend.from_host(host)

@@ -674,7 +674,8 @@ class PandasBackend:
             answers = np.asarray(self.to_host(function(self._distinct_series(distinct))), dtype=dtype)
             if answers.shape != (len(distinct),):
                 raise ValueError(f"map_distinct: the function gave {answers.shape[0] if answers.ndim else 0} answers for {len(distinct)} distinct values")
-            np.take(answers, _dictionary_indices(chunk), out=out[start : start + len(chunk)])
+            # mode="clip" (every index is in range): "raise" would gather into a temporary first.
+            np.take(answers, _dictionary_indices(chunk), out=out[start : start + len(chunk)], mode="clip")
             start += len(chunk)
         return out
 
@@ -1258,7 +1259,12 @@ def _filled_numbers(series: pd.Series, value: Any, target: Any) -> np.ndarray | 
     cast decide those."""
     if not isinstance(target, np.dtype) or target.kind not in "iuf" or isinstance(value, (bool, np.bool_)):
         return None
-    if not isinstance(value, (int, float, np.integer, np.floating)) or np.array(value).astype(target) != value:
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    try:
+        if np.array(value).astype(target) != value:
+            return None
+    except (OverflowError, ValueError):  # too large for any NumPy integer
         return None
     array = series.array
     if isinstance(array, pd.arrays.IntegerArray):

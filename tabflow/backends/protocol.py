@@ -260,7 +260,8 @@ class Backend(Protocol):
         """A reusable lookup structure over unique keys (a series, or a frame of key columns)."""
 
     def lookup(self, table: Any, keys: Any) -> EngineArray:
-        """int64 position of each key in a :meth:`lookup_table`, -1 where absent."""
+        """int64 position of each key in a :meth:`lookup_table`, -1 where absent: a new,
+        writable array, which the caller may turn into its result in place."""
 
     def map_distinct(self, series: Any, function: Callable[[Any], Any], dtype: str) -> EngineArray | None:
         """``function`` of each row of a column that holds its distinct values apart (a

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["READS_BLOCKS", "BUILDS_BLOCKS", "dtypes", "cells", "frame_from_columns"]
+__all__ = ["READS_BLOCKS", "BUILDS_BLOCKS", "dtypes", "cells", "frame_from_columns", "masked_parts"]
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -133,6 +133,26 @@ def _cell(array: Any, block_row: int, row: int) -> Any:
     if kind in _MASKED:
         return array.dtype.na_value if array._mask[row] else array._data[row]
     return (array if array.ndim == 1 else array[block_row])[row]
+
+
+def masked_parts(array: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """The values and the missing-value mask a pandas masked array (``Int64``, ``Float64``,
+    ``boolean``) holds, not copied (a value under the mask is whatever is stored there); None
+    for any other array.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends._pandas_blocks import masked_parts
+    >>> values, mask = masked_parts(pd.array([3, None], dtype="Int64"))
+    >>> values.dtype.name, mask.tolist()
+    ('int64', [False, True])
+    >>> masked_parts(pd.array(["x"], dtype="str")) is None
+    True
+    """
+    if type(array) not in _MASKED:
+        return None
+    return array._data, array._mask
 
 
 def frame_from_columns(parts: Sequence[tuple[Any, int]], columns: pd.Index, index: pd.Index) -> pd.DataFrame | None:

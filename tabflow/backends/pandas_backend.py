@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tabflow.backends._pandas_blocks import masked_parts
 from tabflow.backends.protocol import Allocate
 from tabflow.schema import dtypes as dtype_names
 
@@ -1266,9 +1267,9 @@ def _filled_numbers(series: pd.Series, value: Any, target: Any) -> np.ndarray | 
             return None
     except (OverflowError, ValueError):  # too large for any NumPy integer
         return None
-    array = series.array
-    if isinstance(array, pd.arrays.IntegerArray):
-        values, missing = array._data, array._mask
+    masked = masked_parts(series.array) if isinstance(series.array, pd.arrays.IntegerArray) else None
+    if masked is not None:
+        values, missing = masked
     elif series.dtype == target and target.kind == "f":
         values = series.to_numpy()
         missing = np.isnan(values)

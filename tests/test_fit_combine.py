@@ -27,7 +27,10 @@ class _Seen(ops.StatOperator):
         return frozenset(df[col_selector.names[0]].tolist())
 
     def combine_partials(self, partials):
+        from tabflow.graph.executor import combining_last
+
         self.calls.append(sorted(len(p) for p in partials))
+        self.last.append(combining_last())
         return frozenset().union(*partials)
 
     def fit_finalize(self, partial):
@@ -37,7 +40,7 @@ class _Seen(ops.StatOperator):
         return df[col_selector.names]
 
     def clear(self):
-        self.calls = []
+        self.calls, self.last = [], []
         self.__dict__.pop("ids_", None)
 
 
@@ -55,6 +58,8 @@ def test_an_exact_op_folds_its_partials_into_a_running_total_beside_a_tree_of_th
     assert folded.calls == [[10] * 8, [10] * 7 + [80], [10] * 5 + [150]]
     # Tree: groups of 8 partitions (in any order), then one merge of the three groups' results.
     assert sorted(tree.calls[:3]) == [[10] * 4, [10] * 8, [10] * 8] and tree.calls[3] == [40, 80, 80]
+    # Only the fold's last merge has every partition in it (an op may then use every core).
+    assert folded.last == [False, False, True] and not any(tree.last)
 
 
 @pytest.mark.parametrize(("partitions", "merges"), [(1, 0), (2, 1), (8, 1), (9, 2), (15, 2), (16, 3)])
@@ -63,6 +68,7 @@ def test_the_fold_merges_every_partition_once(partitions, merges):
     nvt.Workflow(["i"] >> op).fit(_ids(partitions, rows_per=3))
     assert op.ids_ == list(range(partitions * 3))
     assert len(op.calls) == merges
+    assert op.last == [False] * (merges - 1) + [True] * (merges > 0)
     assert all(len(call) <= 8 for call in op.calls)
     # Each merge after the first takes the running total and partitions not merged before.
     assert sum(len(call) for call in op.calls) - max(merges - 1, 0) == (partitions if merges else 0)

@@ -19,6 +19,7 @@ Examples
 
 from __future__ import annotations
 
+import contextvars
 import operator
 import pickle
 import threading
@@ -34,7 +35,7 @@ from tabflow.graph.columns import input_frame
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
 
-__all__ = ["GraphRunner", "map_graph", "map_node_inputs", "fit_partials", "evaluate", "register_fit_task_hook"]
+__all__ = ["GraphRunner", "map_graph", "map_node_inputs", "fit_partials", "evaluate", "register_fit_task_hook", "combining_last"]
 
 #: Called at the start of every fit task (one partition's statistics, a merge of them). The
 #: data layer registers the release of memory the allocator holds free (``io/memory.py``), so
@@ -61,6 +62,23 @@ def register_fit_task_hook(hook: Callable[[], object]) -> Callable[[], object]:
 def _fit_task_started() -> None:
     for hook in _FIT_TASK_HOOKS:
         hook()
+
+
+_LAST_COMBINE: contextvars.ContextVar[bool] = contextvars.ContextVar("tabflow_last_combine", default=False)
+
+
+def combining_last() -> bool:
+    """Whether the ``combine_partials`` running in this thread is the last of a folded fit
+    (an op with ``exact_combine``): every partition's statistics are in it, so no partition is
+    read beside it, and the op may use every core.
+
+    Examples
+    --------
+    >>> from tabflow.graph.executor import combining_last
+    >>> combining_last()  # outside a fit's combine
+    False
+    """
+    return _LAST_COMBINE.get()
 
 
 class GraphRunner:
@@ -283,7 +301,7 @@ def fit_partials(ddf: Any, runner: GraphRunner, split_every: int) -> Any:
 
 
 def _target_combiner(delayed_runner: Any, target: int) -> Any:
-    return lambda *group: dask.delayed(_combine_target, pure=False)(delayed_runner, target, *group)
+    return lambda *group, last=False: dask.delayed(_combine_target, pure=False)(delayed_runner, target, *group, last=last)
 
 
 def _combine_tree(partials: list[Any], split_every: int, combine: Any) -> Any:
@@ -295,10 +313,10 @@ def _combine_tree(partials: list[Any], split_every: int, combine: Any) -> Any:
 def _combine_fold(partials: list[Any], split_every: int, combine: Any) -> Any:
     if len(partials) == 1:
         return partials[0]
-    total = combine(*partials[:split_every])
+    total = combine(*partials[:split_every], last=len(partials) <= split_every)
     step = max(split_every - 1, 1)
     for start in range(split_every, len(partials), step):
-        total = combine(total, *partials[start : start + step])
+        total = combine(total, *partials[start : start + step], last=start + step >= len(partials))
     return total
 
 
@@ -321,6 +339,10 @@ def _combine_partials(runner: GraphRunner, *partials: list[Any]) -> list[Any]:
     return [node.op.combine_partials([p[i] for p in partials]) for i, node in enumerate(runner.targets)]
 
 
-def _combine_target(runner: GraphRunner, target: int, *partials: Any) -> Any:
+def _combine_target(runner: GraphRunner, target: int, *partials: Any, last: bool = False) -> Any:
     _fit_task_started()
-    return runner.targets[target].op.combine_partials(list(partials))
+    token = _LAST_COMBINE.set(last)
+    try:
+        return runner.targets[target].op.combine_partials(list(partials))
+    finally:
+        _LAST_COMBINE.reset(token)

@@ -15,6 +15,7 @@ import numpy as np
 
 from tabflow.backends import backend_for, get_backend
 from tabflow.backends.protocol import Frame
+from tabflow.graph.executor import combining_last
 from tabflow.graph.kernels import Kernel
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _vocab, _vocab_files, _vocab_kernels
@@ -454,20 +455,23 @@ class Categorify(SchemaFromColumns, StatOperator):
     def combine_partials(self, partials: list[dict[str, Any]]) -> dict[str, Any]:
         # Each vocabulary's counts leave the partials (which only this merge reads) as they
         # are merged: the running total's counts and the new total's are then held at once
-        # for one vocabulary, not for all of them. (Merging vocabularies side by side in
-        # threads shortened the last merge of a fit, but held two vocabularies' merges at
-        # once while the other partitions were still read: the fit's peak rose by 0.1 GiB at
-        # 10M rows, for no gain in its time.)
-        merged = {}
-        for key in list(partials[0]):
+        # for one vocabulary, not for all of them. The last merge of a fit, which no
+        # partition is read beside, merges the vocabularies side by side, one per core. (The
+        # earlier merges run while the other partitions are read: in threads they held two
+        # vocabularies' merges at once, and the fit's peak rose by 0.1 GiB at 10M rows, for no
+        # gain in its time.)
+        def merge(key: str) -> dict[str, Any]:
             unit = partials[0][key]["unit"]
             parts = [p.pop(key)["counts"] for p in partials]
             counts = None
             if parts[0] is not None:  # None: a user vocabulary, nothing counted
                 counts = _vocab.merge_counts(parts, _vocab.per_column(self.split_every, unit, 8))
-            del parts
-            merged[key] = {"unit": unit, "counts": counts}
-        return merged
+            return {"unit": unit, "counts": counts}
+
+        keys = list(partials[0])
+        if combining_last():
+            return dict(zip(keys, _in_threads(merge, [(key,) for key in keys])))
+        return {key: merge(key) for key in keys}
 
     def fit_finalize(self, partial: dict[str, Any]) -> None:
         vocabs, slots, nulls, encodings, combos, observed = {}, {}, {}, {}, {}, {}

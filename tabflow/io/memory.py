@@ -15,7 +15,7 @@ memory freed within a partition is reused without faults. It also sets the size 
 at the top of a heap above which ``free`` hands it back (``M_TRIM_THRESHOLD``) to twice the
 threshold, as glibc's dynamic rule does: fixing the threshold turns that rule off and leaves
 128 KiB, so every free at the top of a heap gave back pages that the next allocation of the
-partition faulted in again (a third of the page faults of the Criteo ETL's transform and
+partition faulted in again (a fifth of the page faults of the Criteo ETL's transform and
 write). :func:`release_freed_memory`, called by the readers before each partition is read (by
 the fit and again by the transform) and at the start of every fit task, hands the heaps' free
 pages back (``malloc_trim``): resident memory follows the partitions and statistics alive.

@@ -319,6 +319,52 @@ def test_merging_strings_that_share_their_first_eight_bytes_orders_them_by_every
     assert counts.tolist() == [reference[value] for value in merged]
 
 
+@pytest.mark.parametrize("runs", [2, 3, 8])
+@pytest.mark.parametrize("longest", [8, 9])
+def test_merged_count_tables_equal_counting_in_python(runs, longest, monkeypatch):
+    # Runs of strings of at most eight bytes without NUL merge as integer keys; one longer
+    # string sends every run through the merge of strings. Both give the same table: empty
+    # strings, one-byte to eight-byte strings, multi-byte characters, empty runs, and
+    # strings in one run only or in all of them.
+    from tabflow.backends import _string_table
+    from tabflow.backends._string_table import merge_sorted_counts
+
+    merged_as_keys = []
+    merge_short_runs = _string_table._merge_short_runs
+    monkeypatch.setattr(_string_table, "_merge_short_runs", lambda runs: merged_as_keys.append(True) or merge_short_runs(runs))
+    rng = np.random.default_rng(runs * 10 + longest)
+    pool = ["", "a", "ab", "é", "éé", "zzzzzzzz", "\x7f" * 8, "0000000", "00000000", "1", "10", "9" * 8]
+    pool += ["".join(rng.choice(list("0123456789abcdef"), size=int(rng.integers(1, 9)))) for _ in range(300)]
+    if longest > 8:
+        pool.append("x" * longest)
+    tables, reference = [], {}
+    for r in range(runs):
+        size = 0 if r == 1 else int(rng.integers(1, len(pool)))
+        chosen = sorted(set(rng.choice(pool, size=size)) | ({"x" * longest} if longest > 8 and r == runs - 1 else set()), key=str.encode)
+        counts = rng.integers(1, 2**40, size=len(chosen))
+        tables.append(_run(chosen, counts))
+        for value, count in zip(chosen, counts):
+            reference[value] = reference.get(value, 0) + int(count)
+    data, offsets, counts = merge_sorted_counts(tables)
+    assert merged_as_keys == ([True] if longest <= 8 else [])
+    merged = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data)).to_pylist()
+    assert merged == sorted(reference, key=str.encode)
+    assert counts.tolist() == [reference[value] for value in merged]
+    assert counts.dtype == np.int64 and offsets.dtype == np.int64 and data.dtype == np.uint8
+    # The merged arrays are exactly the table's size (nothing held past its end).
+    assert offsets[0] == 0 and offsets[-1] == len(data) and len(offsets) == len(counts) + 1
+
+
+@pytest.mark.parametrize("bad", [["b", "a"], ["a", "a"], ["x", "y", "id01", "id00"], ["", ""]])
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_a_run_of_short_strings_out_of_order_is_refused(bad, position):
+    from tabflow.backends._string_table import merge_sorted_counts
+
+    good = [["a", "c"], ["b", "id00"]]
+    tables = [*good[:position], bad, *good[position:]]
+    assert merge_sorted_counts([_run(t) for t in tables]) is None
+
+
 @pytest.mark.parametrize("bad", [["b", "a"], ["a", "a"], ["x", "y", "user_0001", "user_0000"]])
 @pytest.mark.parametrize("position", [0, 1, 2])
 def test_a_run_out_of_order_anywhere_is_refused_and_the_counts_are_grouped(bad, position):

@@ -861,8 +861,8 @@ def _smallest_first(runs: list[tuple], merge: Any) -> tuple:
 
 def _merge_short_runs(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # Strings of at most eight bytes without NUL are their keys (see _prefix_keys): the runs
-    # (keys, counts) merge as sorted integers and only the result is written back as
-    # strings, in a third to a half of the time of merging the strings themselves (which copies their
+    # (keys, counts) merge as sorted integers and only the result is written back as strings,
+    # in a third to a half of the time of merging the strings themselves (which copies their
     # bytes and offsets at every merge).
     def merge(a: tuple, b: tuple, more: bool) -> tuple:
         keys, counts = _merge_keys(a[0], a[2], b[0], b[2])

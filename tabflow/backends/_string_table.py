@@ -843,11 +843,12 @@ def merge_sorted_counts(
 
 def _smallest_first(runs: list[tuple], merge: Any) -> tuple:
     """Merge ``runs`` two at a time, the two shortest first, with ``merge(a, b, more)``
-    (``more``: whether the result will be merged again). A run's length is its third item."""
+    (``more``: whether the result will be merged again). A run's length is its third item.
+    The list is emptied, so that each run is let go once merged."""
     # Each merge copies both runs: a large run, such as the running total of a fit with a few
     # partitions' counts, is then copied once, where pairwise rounds copied it once per round.
     heap = [(len(run[2]), k, run) for k, run in enumerate(runs)]
-    del runs
+    runs.clear()
     heapq.heapify(heap)
     order = len(heap)
     while len(heap) > 1:
@@ -868,9 +869,13 @@ def _merge_short_runs(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.nda
         keys, counts = _merge_keys(a[0], a[2], b[0], b[2])
         return keys, None, counts
 
-    keys, _, counts = _smallest_first([(keys, None, counts) for keys, counts in runs], merge)
-    # The merge's arrays were sized for no repeats: the copy drops the unused tail.
+    # The caller's list is emptied too: each run's keys are let go once merged.
+    keyed = [(keys, None, counts) for keys, counts in runs]
+    runs.clear()
+    keys, _, counts = _smallest_first(keyed, merge)
     data, offsets = _key_strings(keys)
+    del keys
+    # The merge's arrays were sized for no repeats: the copy drops the unused tail.
     return data, offsets, counts.copy()
 
 

@@ -95,12 +95,16 @@ def test_a_repeated_string_answers_its_first_row(layout):
     assert table.positions(data, offsets, np.ones(3, bool)).tolist() == [0, 1, 0]
 
 
+@pytest.mark.parametrize("ids", ["hex", "decimal"])
 @pytest.mark.parametrize("queries", ["dense", "sparse", "one"])
-def test_sets_of_short_strings_answer_as_the_hash_table_does(queries):
+def test_sets_of_short_strings_answer_as_the_hash_table_does(queries, ids):
     # A set of only short strings (at most eight bytes, no NUL) is held as sorted integer keys:
-    # every kind of query string, found or not, answers as pandas' get_indexer does.
+    # every kind of query string, found or not, answers as pandas' get_indexer does. 60,000
+    # hex ids mostly differ in their first four bytes (whole keys kept); decimal ids share them
+    # by the thousand (keys split into halves).
     rng = np.random.default_rng(3)
-    vocab = pd.Series(list(dict.fromkeys([f"{v:08x}" for v in rng.integers(0, 2**32, 60_000)] + ["", "é", "日本", "a"])), dtype="str")
+    width = {"hex": "08x", "decimal": "08d"}[ids]
+    vocab = pd.Series(list(dict.fromkeys([format(v, width) for v in rng.integers(0, 2**32 if ids == "hex" else 10**8, 60_000)] + ["", "é", "日本", "a"])), dtype="str")
     pool = np.array(list(vocab) + ["ab\0", "\0", "a\0", "0123456789", "é" * 5, "unseen1", "zzzzzzzz", "ffffffff0"], dtype=object)
     n = {"dense": 200_000, "sparse": 50, "one": 1}[queries]
     values = pool[rng.integers(0, len(pool), n)]
@@ -108,6 +112,7 @@ def test_sets_of_short_strings_answer_as_the_hash_table_does(queries):
     keys = pd.Series(values, dtype="str")
     table = PANDAS.lookup_table(vocab)
     assert table._table._slots is None  # the sorted layout
+    assert (table._table._split is not None) == (ids == "decimal")
     reference = pd.Index(vocab.astype(object)).get_indexer(keys.astype(object))
     reference[keys.isna().to_numpy()] = -1
     np.testing.assert_array_equal(PANDAS.lookup(table, keys), reference)
@@ -417,3 +422,31 @@ def test_key_order_sorts_like_numpy(shape):
     assert np.array_equal(ordered, np.sort(keys))
     assert np.array_equal(keys[order], ordered)
     assert np.array_equal(np.sort(order), np.arange(len(keys)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_keys_split_into_halves_answer_at_every_group_boundary(seed):
+    # Strings sharing their first four bytes by the hundred, and strings of fewer than four
+    # bytes (their upper half ends in padding): found, unseen beside them, before the first
+    # and past the last group, repeated, null, too long or holding a NUL.
+    rng = np.random.default_rng(seed)
+    prefixes = ["", "a", "ab", "abc", "abcd", "abce", "m\x01", "zzzz", "é", "日本"]
+    tails = ["", "a", "b", "zz", "\x01", "\x7f\x7f", "9999", "é"]
+    vocab_values = [p + t for p in prefixes for t in tails if len((p + t).encode()) <= 8]
+    vocab_values += [f"id{v:06d}" for v in rng.choice(10**6, 3000, replace=False)]
+    rng.shuffle(vocab_values)
+    vocab = pd.Series(list(dict.fromkeys(vocab_values)), dtype="str")
+    table = PANDAS.lookup_table(vocab)
+    assert table._table._split is not None
+    unseen = ["abcc", "abcf", "abcdzzzz", "\x01", "0", "zzzzz", "zzzzzzzz", "id9999999", "id", "ab\0", "日本日", "abcdefghi"]
+    pool = np.array(vocab_values + unseen + [f"id{v:06d}" for v in rng.integers(0, 10**6, 500)], dtype=object)
+    values = pool[rng.integers(0, len(pool), 20_000)]
+    values[rng.random(len(values)) < 0.05] = None
+    keys = pd.Series(values, dtype="str")
+    reference = pd.Index(vocab.astype(object)).get_indexer(keys.astype(object))
+    reference[keys.isna().to_numpy()] = -1
+    np.testing.assert_array_equal(PANDAS.lookup(table, keys), reference)
+    # One query at a time, too: each starts its walk from the first group.
+    for value in ["", "abcd", "abce9999", "zzzz\x7f\x7f", "id", unseen[0], vocab_values[-1]]:
+        expected = pd.Index(vocab.astype(object)).get_indexer([value])
+        np.testing.assert_array_equal(PANDAS.lookup(table, pd.Series([value], dtype="str")), expected)

@@ -201,26 +201,42 @@ def _positions(slots, table_data, table_offsets, data, offsets, valid):
 # tens of megabytes, each a cache (and TLB) miss; the walk reads the sorted keys front to back:
 # 25-35 ns a string instead of 165 on a table of two million, measured where a miss costs
 # 100-150 ns.
+@numba.njit(inline="always", cache=True)
+def _key_of(data, start, length):
+    # A string's first eight bytes as one big-endian integer, zero-padded: its key.
+    key = np.uint64(0)
+    for k in range(8):
+        key = key << np.uint64(8)
+        if k < length:
+            key = key | np.uint64(data[start + k])
+    return key
+
+
+@numba.njit(inline="always", cache=True)
+def _is_whole(key, length):
+    # Whether a string of ``length`` bytes is its key (see _key_of): at most eight bytes and
+    # no NUL byte among them. The padding bytes are set, then a zero byte is looked for in
+    # all eight at once (it borrows through the subtraction and leaves its top bit set).
+    if length > 8:
+        return False
+    padding = np.uint64(0xFFFFFFFFFFFFFFFF) if length == 0 else (np.uint64(1) << np.uint64(8 * (8 - length))) - np.uint64(1)
+    word = key | padding
+    return ((word - np.uint64(0x0101010101010101)) & ~word & np.uint64(0x8080808080808080)) == 0
+
+
 @numba.njit(cache=True, nogil=True)
 def _short_keys(data, offsets, valid):
-    # (keys, short) of strings: each string's key (see _prefix_keys), and whether the key is
-    # the whole string: valid, at most eight bytes, no NUL byte.
+    # (keys, short) of strings: each string's key, and whether the key is the whole string
+    # (and the string valid).
     n = offsets.shape[0] - 1
     keys = np.empty(n, dtype=np.uint64)
     short = np.empty(n, dtype=np.bool_)
     for i in range(n):
         start = offsets[i]
         length = offsets[i + 1] - start
-        fits = valid[i] and length <= 8
-        key = np.uint64(0)
-        for k in range(8):
-            key = key << np.uint64(8)
-            if k < length:
-                byte = data[start + k]
-                fits = fits and byte != 0
-                key = key | np.uint64(byte)
+        key = _key_of(data, start, length)
         keys[i] = key
-        short[i] = fits
+        short[i] = valid[i] and _is_whole(key, length)
     return keys, short
 
 
@@ -328,6 +344,27 @@ def _first_of_equal_keys(keys, rows):
     return keys[: k + 1], rows[: k + 1]
 
 
+@numba.njit(inline="always", cache=True)
+def _gallop(values, v, end, key):
+    # The first position from v to end whose value is at least key, in ascending values:
+    # steps doubling from v, then a binary search, so a near answer costs a few comparisons.
+    if v >= end or values[v] >= key:
+        return v
+    low, high, step = v, v + 1, 1
+    while high < end and values[high] < key:
+        low = high
+        step *= 2
+        high = v + step
+    high = min(high, end)
+    while high - low > 1:  # values[low] < key <= values[high] (or high == end)
+        middle = (low + high) >> 1
+        if values[middle] < key:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
 @numba.njit(cache=True, nogil=True)
 def _walk_sorted(order, sorted_query_keys, short, keys, rows, out):
     # Queries in key order against the set's sorted keys: each step gallops forward from the
@@ -339,20 +376,7 @@ def _walk_sorted(order, sorted_query_keys, short, keys, rows, out):
         if not short[q]:
             continue
         key = sorted_query_keys[a]
-        if v < n and keys[v] < key:
-            low, high, step = v, v + 1, 1
-            while high < n and keys[high] < key:
-                low = high
-                step *= 2
-                high = v + step
-            high = min(high, n)
-            while high - low > 1:  # keys[low] < key <= keys[high] (or high == n)
-                middle = (low + high) >> 1
-                if keys[middle] < key:
-                    low = middle
-                else:
-                    high = middle
-            v = high
+        v = _gallop(keys, v, n, key)
         if v < n and keys[v] == key:
             out[q] = rows[v]
 
@@ -406,19 +430,7 @@ def _walk_split(order, sorted_query_keys, short, lower, upper, starts, rows, out
         up = np.uint32(key >> np.uint64(32))
         down = np.uint32(key & np.uint64(0xFFFFFFFF))
         if g < groups and upper[g] < up:
-            low, high, step = g, g + 1, 1
-            while high < groups and upper[high] < up:
-                low = high
-                step *= 2
-                high = g + step
-            high = min(high, groups)
-            while high - low > 1:  # upper[low] < up <= upper[high] (or high == groups)
-                middle = (low + high) >> 1
-                if upper[middle] < up:
-                    low = middle
-                else:
-                    high = middle
-            g = high
+            g = _gallop(upper, g, groups, up)
             if g < groups:
                 v = starts[g]
         if g == groups:
@@ -426,20 +438,7 @@ def _walk_split(order, sorted_query_keys, short, lower, upper, starts, rows, out
         if upper[g] != up:
             continue
         end = starts[g + 1]
-        if v < end and lower[v] < down:
-            low, high, step = v, v + 1, 1
-            while high < end and lower[high] < down:
-                low = high
-                step *= 2
-                high = v + step
-            high = min(high, end)
-            while high - low > 1:
-                middle = (low + high) >> 1
-                if lower[middle] < down:
-                    low = middle
-                else:
-                    high = middle
-            v = high
+        v = _gallop(lower, v, end, down)
         if v < end and lower[v] == down:
             out[q] = rows[v]
 
@@ -558,14 +557,7 @@ def _prefix_keys(data, offsets):
     n = offsets.shape[0] - 1
     keys = np.empty(n, dtype=np.uint64)
     for i in range(n):
-        start = offsets[i]
-        length = min(offsets[i + 1] - start, 8)
-        key = np.uint64(0)
-        for k in range(8):
-            key = key << np.uint64(8)
-            if k < length:
-                key = key | np.uint64(data[start + k])
-        keys[i] = key
+        keys[i] = _key_of(data, offsets[i], offsets[i + 1] - offsets[i])
     return keys
 
 
@@ -741,16 +733,9 @@ def _run_keys(data, offsets):
     for i in range(n):
         start = offsets[i]
         length = offsets[i + 1] - start
-        if length > 8:
+        key = _key_of(data, start, length)
+        if not _is_whole(key, length):
             return keys, 0
-        key = np.uint64(0)
-        for k in range(8):
-            key = key << np.uint64(8)
-            if k < length:
-                byte = data[start + k]
-                if byte == 0:
-                    return keys, 0
-                key = key | np.uint64(byte)
         keys[i] = key
         if i > 0 and key <= keys[i - 1]:
             state = 2

@@ -450,3 +450,26 @@ def test_keys_split_into_halves_answer_at_every_group_boundary(seed):
     for value in ["", "abcd", "abce9999", "zzzz\x7f\x7f", "id", unseen[0], vocab_values[-1]]:
         expected = pd.Index(vocab.astype(object)).get_indexer([value])
         np.testing.assert_array_equal(PANDAS.lookup(table, pd.Series([value], dtype="str")), expected)
+
+
+def test_a_string_is_its_key_only_when_short_and_free_of_nul_bytes():
+    # Every length up to nine bytes, with a NUL at each place or none, among bytes that sit
+    # next to zero in arithmetic (0x01, 0x80, 0xFF): keys and "whole" flags against Python.
+    from tabflow.backends._string_table import _prefix_keys, _run_keys, _short_keys
+
+    strings = []
+    for length in range(10):
+        for filler in (b"\x01", b"\x80", b"\xff", b"a"):
+            strings.append(filler * length)
+            strings += [filler * k + b"\0" + filler * (length - k - 1) for k in range(length)]
+    data = np.frombuffer(b"".join(strings), np.uint8)
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in strings]))).astype(np.int64)
+    valid = np.ones(len(strings), bool)
+    valid[::7] = False
+    keys, short = _short_keys(data, offsets, valid)
+    expected_keys = [int.from_bytes(s[:8].ljust(8, b"\0"), "big") for s in strings]
+    assert keys.tolist() == expected_keys and _prefix_keys(data, offsets).tolist() == expected_keys
+    assert short.tolist() == [bool(ok) and len(s) <= 8 and b"\0" not in s for s, ok in zip(strings, valid)]
+    for s in strings:  # a run of one string: whole (state 1) or not (state 0)
+        run_keys, state = _run_keys(np.frombuffer(s, np.uint8), np.array([0, len(s)], np.int64))
+        assert state == (1 if len(s) <= 8 and b"\0" not in s else 0)

@@ -100,17 +100,19 @@ def test_every_fit_task_starts_with_the_registered_hooks(monkeypatch):
     from tabflow.graph import executor
 
     monkeypatch.setattr(executor, "_FIT_TASK_HOOKS", [])
-    started = []
+    started, merging = [], []
     hook = executor.register_fit_task_hook(lambda: started.append(1))
-    assert executor.register_fit_task_hook(hook) is hook and executor._FIT_TASK_HOOKS == [hook]  # once
+    assert executor.register_fit_task_hook(hook) is hook and len(executor._FIT_TASK_HOOKS) == 1  # once
+    executor.register_fit_task_hook(lambda: merging.append(1), merges_only=True)
     folded, tree = _Seen(exact=True), _Seen(exact=False)
     nvt.Workflow((["i"] >> folded) + (["j"] >> tree)).fit(_ids(20))
     # One task per partition's statistics, and one per merge of each op's partials.
     assert len(started) == 20 + len(folded.calls) + len(tree.calls)
+    assert len(merging) == len(folded.calls) + len(tree.calls) > 0
 
 
-def test_the_allocator_release_is_registered_for_fit_tasks():
+def test_the_allocator_releases_are_registered_for_fit_tasks():
     from tabflow.graph.executor import _FIT_TASK_HOOKS
-    from tabflow.io.memory import release_freed_memory
+    from tabflow.io.memory import release_arrow_memory, release_freed_memory
 
-    assert release_freed_memory in _FIT_TASK_HOOKS
+    assert (release_freed_memory, False) in _FIT_TASK_HOOKS and (release_arrow_memory, True) in _FIT_TASK_HOOKS

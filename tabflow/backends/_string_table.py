@@ -486,19 +486,78 @@ class StringTable:
             # Only short strings: sorted keys (12 bytes a string or less, the hash table's 11.4).
             rows = np.flatnonzero(short).astype(np.int32 if len(valid) < 2**31 else np.int64)
             order, keys = _key_order(keys[rows])
-            keys, self._rows = _first_of_equal_keys(keys, rows[order])
+            keys, rows = _first_of_equal_keys(keys, rows[order])
             del order
-            groups = _upper_groups(keys)
-            self._keys, self._split = keys, None
-            if 3 * groups <= len(keys):  # the groups' 12 bytes each take at most 4 a string
-                self._keys, self._split = None, _split_keys(keys, groups)
-            self._slots = None
+            self._hold_keys(keys, rows)
         else:
             self._data, self._offsets = data, offsets
             self._slots = _build(data, offsets, valid)
 
+    @classmethod
+    def of_keys(cls, keys: np.ndarray, rows: np.ndarray) -> "StringTable":
+        """The table of a set of short strings given as their keys (:func:`short_string_keys`),
+        strictly ascending, and the row of each: what the constructor builds from the
+        strings, without them.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from tabflow.backends._string_table import StringTable, short_string_keys
+        >>> keys = short_string_keys(np.frombuffer(b"abc", np.uint8), np.array([0, 1, 2, 3]), np.ones(3, bool))
+        >>> table = StringTable.of_keys(keys, np.array([2, 0, 1], np.int32))  # the set "b", "c", "a"
+        >>> table.strings()[0].tobytes(), table.positions(np.frombuffer(b"cz", np.uint8), np.array([0, 1, 2]), np.ones(2, bool)).tolist()
+        (b'bca', [1, -1])
+        """
+        keys, rows = np.ascontiguousarray(keys, dtype=np.uint64), np.asarray(rows)
+        in_range = not len(rows) or (int(rows.min()) >= 0 and int(rows.max()) < len(keys))
+        if len(keys) >= _MAX_ENTRIES or len(rows) != len(keys) or not in_range or not _strictly_ascending(keys):
+            raise ValueError(f"a string table of keys takes fewer than {_MAX_ENTRIES} strictly ascending keys, one row each (0 to n - 1)")
+        table = cls.__new__(cls)
+        table._size = len(keys)
+        table._hold_keys(keys, np.ascontiguousarray(rows, dtype=np.int32 if len(keys) < 2**31 else np.int64))
+        return table
+
+    def _hold_keys(self, keys: np.ndarray, rows: np.ndarray) -> None:
+        # Sorted keys with their rows: whole, or split in halves where few upper halves repeat.
+        self._rows = rows
+        groups = _upper_groups(keys)
+        self._keys: np.ndarray | None = keys
+        self._split: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        if 3 * groups <= len(keys):  # the groups' 12 bytes each take at most 4 a string
+            self._keys, self._split = None, _split_keys(keys, groups)
+        self._slots = None
+
     def __len__(self) -> int:
         return self._size
+
+    @property
+    def holds_strings(self) -> bool:
+        """Whether the table alone can give its set back (:meth:`strings`): every string of
+        the set is short, none is null or repeated, so each is a key of the table."""
+        return self._slots is None and len(self._rows) == self._size
+
+    def strings(self) -> tuple[np.ndarray, np.ndarray]:
+        """UTF-8 bytes and int64 offsets of the set's strings in their order, rebuilt from the
+        keys (where :attr:`holds_strings`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from tabflow.backends._string_table import StringTable
+        >>> data, offsets = StringTable(np.frombuffer(b"redgreen", np.uint8), np.array([0, 3, 8]), np.ones(2, bool)).strings()
+        >>> data.tobytes(), offsets.tolist()
+        (b'redgreen', [0, 3, 8])
+        """
+        if not self.holds_strings:
+            raise ValueError("the table holds a hash of its strings (some are long), not the strings")
+        keys = np.empty(self._size, dtype=np.uint64)
+        if self._keys is not None:
+            keys[self._rows] = self._keys
+        else:
+            assert self._split is not None  # one or the other is held
+            lower, upper, starts = self._split
+            keys[self._rows] = (np.repeat(upper, np.diff(starts)).astype(np.uint64) << np.uint64(32)) | lower
+        return _key_strings(keys)
 
     def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """int64 row of each string in the set, ``-1`` where absent or null; written into
@@ -743,12 +802,27 @@ def _run_keys(data, offsets):
 
 
 @numba.njit(cache=True, nogil=True)
-def _merge_keys(a_keys, a_counts, b_keys, b_counts):
-    # Two strictly ascending runs of keys into one, the counts of equal keys summed; the
-    # arrays are sized for no equal keys and their used part returned.
+def _union_size(a_keys, b_keys):
+    # How many distinct keys two strictly ascending runs hold together.
     n_a, n_b = a_keys.shape[0], b_keys.shape[0]
-    keys = np.empty(n_a + n_b, dtype=np.uint64)
-    counts = np.empty(n_a + n_b, dtype=np.int64)
+    i = j = shared = 0
+    while i < n_a and j < n_b:
+        if a_keys[i] < b_keys[j]:
+            i += 1
+        elif b_keys[j] < a_keys[i]:
+            j += 1
+        else:
+            shared += 1
+            i += 1
+            j += 1
+    return n_a + n_b - shared
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_keys_into(a_keys, a_counts, b_keys, b_counts, keys, counts):
+    # Two strictly ascending runs of keys into ``keys`` and ``counts`` (sized to the union:
+    # see _union_size), the counts of equal keys summed.
+    n_a, n_b = a_keys.shape[0], b_keys.shape[0]
     i = j = k = 0
     while i < n_a and j < n_b:
         key_a, key_b = a_keys[i], b_keys[j]
@@ -769,7 +843,28 @@ def _merge_keys(a_keys, a_counts, b_keys, b_counts):
     for rest in range(j, n_b):
         keys[k], counts[k] = b_keys[rest], b_counts[rest]
         k += 1
-    return keys[:k], counts[:k]
+
+
+def _merge_keys(a_keys: np.ndarray, a_counts: np.ndarray, b_keys: np.ndarray, b_counts: np.ndarray, narrow: bool) -> tuple[np.ndarray, np.ndarray]:
+    # The union is counted first, so that the arrays are its size: a merged count table that
+    # is kept (a fit's running total) holds no unused tail. With ``narrow``, the counts are
+    # uint32 where no sum can reach 2**32 (a third less memory a key), else int64.
+    keys = np.empty(_union_size(a_keys, b_keys), dtype=np.uint64)
+    bound = (int(a_counts.max()) if len(a_counts) else 0) + (int(b_counts.max()) if len(b_counts) else 0)
+    counts = np.empty(len(keys), dtype=np.uint32 if narrow and bound < 2**32 else np.int64)
+    # Mixed widths are summed in int64 before they are stored.
+    if a_counts.dtype != b_counts.dtype:
+        a_counts, b_counts = a_counts.astype(np.int64), b_counts.astype(np.int64)
+    _merge_keys_into(a_keys, a_counts, b_keys, b_counts, keys, counts)
+    return keys, counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _strictly_ascending(keys):
+    for i in range(1, keys.shape[0]):
+        if keys[i] <= keys[i - 1]:
+            return False
+    return True
 
 
 def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
@@ -947,18 +1042,85 @@ def _merge_short_runs(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.nda
     # (keys, counts) merge as sorted integers and only the result is written back as strings,
     # in a third to a half of the time of merging the strings themselves (which copies their
     # bytes and offsets at every merge).
+    keys, counts = _merge_key_runs(runs)
+    data, offsets = _key_strings(keys)
+    return data, offsets, counts
+
+
+def _merge_key_runs(runs: list[tuple[np.ndarray, np.ndarray]], narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    # Strictly ascending (keys, counts) runs merged, the shortest first. The caller's list is
+    # emptied: each run's arrays are let go once merged.
     def merge(a: tuple, b: tuple, more: bool) -> tuple:
-        keys, counts = _merge_keys(a[0], a[2], b[0], b[2])
+        keys, counts = _merge_keys(a[0], a[2], b[0], b[2], narrow)
         return keys, None, counts
 
-    # The caller's list is emptied too: each run's keys are let go once merged.
     keyed = [(keys, None, counts) for keys, counts in runs]
     runs.clear()
     keys, _, counts = _smallest_first(keyed, merge)
-    data, offsets = _key_strings(keys)
-    del keys
-    # The merge's arrays were sized for no repeats: the copy drops the unused tail.
-    return data, offsets, counts.copy()
+    return keys, counts
+
+
+def merge_key_counts(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Merge count tables of integer keys that ascend strictly (``(uint64 keys, counts)``,
+    such as the keys of short strings from :func:`short_string_keys`): the union, ascending,
+    counts summed. None when a run does not ascend strictly, for the caller to count another
+    way. The list given is emptied, so that each run is let go once merged.
+
+    Counts are uint32 or int64: the merged counts are uint32 where no sum can reach 2**32
+    (12 bytes a key instead of 16: a fit holds its running total and its partitions' tables
+    so), int64 otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import merge_key_counts
+    >>> run = lambda keys, counts: (np.array(keys, np.uint64), np.array(counts))
+    >>> keys, counts = merge_key_counts([run([1, 5, 9], [1, 1, 1]), run([5, 7], [2, 3])])
+    >>> keys.tolist(), counts.tolist()
+    ([1, 5, 7, 9], [1, 3, 3, 1])
+    >>> merge_key_counts([run([5, 1], [1, 1])]) is None
+    True
+    """
+    prepared = [(np.ascontiguousarray(keys, dtype=np.uint64), _count_array(counts)) for keys, counts in runs]
+    runs.clear()
+    if not all(_strictly_ascending(keys) for keys, _ in prepared):
+        return None
+    if not prepared:
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint32)
+    return _merge_key_runs(prepared, narrow=True)
+
+
+def _count_array(counts: np.ndarray) -> np.ndarray:
+    counts = np.asarray(counts)
+    return np.ascontiguousarray(counts, dtype=np.uint32 if counts.dtype == np.uint32 else np.int64)
+
+
+def short_string_keys(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray | None:
+    """Each string's integer key where every string is short and valid, else None.
+
+    A string of at most eight bytes without a NUL byte is its key: its bytes as one
+    big-endian integer, zero-padded. Keys compare as the strings do (byte order), and
+    :func:`key_strings` gives the strings back.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import key_strings, short_string_keys
+    >>> keys = short_string_keys(np.frombuffer(b"abc", np.uint8), np.array([0, 1, 3]), np.ones(2, bool))
+    >>> [hex(k) for k in keys.tolist()], key_strings(keys)[0].tobytes()
+    (['0x6100000000000000', '0x6263000000000000'], b'abc')
+    >>> short_string_keys(np.frombuffer(b"a longer string", np.uint8), np.array([0, 15]), np.ones(1, bool)) is None
+    True
+    """
+    data, offsets, valid = _buffers(data, offsets, valid)
+    keys, short = _short_keys(data, offsets, valid)
+    return keys if short.all() else None
+
+
+def key_strings(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """UTF-8 bytes and int64 offsets of the short strings whose keys are ``keys`` (see
+    :func:`short_string_keys`)."""
+    return _key_strings(np.ascontiguousarray(keys, dtype=np.uint64))
 
 
 def _merge_string_runs(runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

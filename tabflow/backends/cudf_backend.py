@@ -393,6 +393,14 @@ class CudfBackend:
         frame = keys.reset_index(drop=True) if self.is_frame(keys) else cudf.DataFrame({"__key__": keys.reset_index(drop=True)})
         return frame.assign(__tabflow_pos__=_cupy().arange(len(frame), dtype="int64"))
 
+    def lookup_table_holds_keys(self, table: Any) -> bool:
+        """False: a table here is a frame of the keys and their positions, on the device; the
+        vocabulary on the host stays whole beside it."""
+        return False
+
+    def lookup_table_keys(self, table: Any) -> Any:
+        raise ValueError("a cuDF lookup table does not give its keys back to the host; keep the vocabulary")
+
     def lookup(self, table: Any, keys: Any) -> Any:
         """int64 position of each key in a :meth:`lookup_table`, -1 where absent.
 

@@ -74,6 +74,10 @@ class StringLookup:
     over the keys' Arrow buffers, and the keys as a :class:`pandas.Index` for keys that are not
     strings (which equal none of them).
 
+    A table of short strings holds each key whole (as an integer): the keys are then not kept
+    beside it but rebuilt from it when asked for (:attr:`keys`, :attr:`index`), so that a
+    vocabulary needs its table only (see :meth:`PandasBackend.lookup_table_keys`).
+
     Examples
     --------
     >>> import pandas as pd
@@ -82,13 +86,52 @@ class StringLookup:
     >>> table = pandas.lookup_table(pd.Series(["red", "green"], dtype="string[pyarrow]"))
     >>> pandas.lookup(table, pd.Series(["green", None, "blue", "red"], dtype="str")).tolist()
     [1, -1, -1, 0]
+    >>> table.holds_keys, table.keys.tolist()
+    (True, ['red', 'green'])
     """
 
     def __init__(self, keys: pd.Series, buffers: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         from tabflow.backends._string_table import StringTable
 
-        self.keys = keys
         self._table = StringTable(*buffers)
+        self._dtype, self._name = keys.dtype, keys.name
+        # Rebuilt keys must be the very series given: Arrow-backed strings on a default index.
+        rebuilt = (
+            self._table.holds_strings
+            and isinstance(keys.dtype, pd.StringDtype)
+            and keys.dtype.storage == "pyarrow"
+            and isinstance(keys.index, pd.RangeIndex)
+            and keys.index.start == 0
+            and keys.index.step == 1
+        )
+        self._keys = None if rebuilt else keys
+
+    @classmethod
+    def of_short_strings(cls, keys: np.ndarray, rows: np.ndarray) -> "StringLookup":
+        """The table of short strings (the engine's string dtype) given as their keys,
+        strictly ascending, and the row of each (see
+        :meth:`~tabflow.backends._string_table.StringTable.of_keys`); it gives the strings
+        back as a series named ``value``."""
+        from tabflow.backends._string_table import StringTable
+
+        lookup = cls.__new__(cls)
+        lookup._table = StringTable.of_keys(keys, rows)
+        lookup._dtype, lookup._name, lookup._keys = _pandas_string_dtype(), "value", None
+        return lookup
+
+    @property
+    def holds_keys(self) -> bool:
+        """Whether the keys are rebuilt from the table (none are held beside it)."""
+        return self._keys is None
+
+    @property
+    def keys(self) -> pd.Series:
+        """The keys the table was built from: the series given, or an equal one rebuilt."""
+        if self._keys is not None:
+            return self._keys
+        data, offsets = self._table.strings()
+        values = pa.LargeStringArray.from_buffers(len(self._table), pa.py_buffer(offsets), pa.py_buffer(data))
+        return pd.Series(pd.array(values, dtype=self._dtype), name=self._name)
 
     def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """int64 position of each string of Arrow-style buffers, -1 where absent or null
@@ -569,7 +612,9 @@ class PandasBackend:
 
         Tables of one string key column whose values ascend (as :meth:`value_counts` gives
         them) merge as sorted runs, without hashing a string again, into an ascending table;
-        any other tables are concatenated and grouped.
+        so do tables of one uint64 key column whose keys ascend strictly (short strings held
+        as their keys: see :func:`~tabflow.backends._string_table.short_string_keys`); any
+        other tables are concatenated and grouped.
 
         Examples
         --------
@@ -581,9 +626,13 @@ class PandasBackend:
         >>> merged["value"].tolist(), merged["n"].tolist()
         (['a', 'b', 'c'], [1, 5, 3])
         """
-        from tabflow.backends._string_table import merge_sorted_counts
+        from tabflow.backends._string_table import merge_key_counts, merge_sorted_counts
 
         keys = [c for c in frames[0].columns if c != count_column]
+        if len(keys) == 1 and all(list(f.columns) == list(frames[0].columns) and f[keys[0]].dtype == np.uint64 for f in frames):
+            keyed = merge_key_counts([(f[keys[0]].to_numpy(), f[count_column].to_numpy(dtype=np.int64)) for f in frames])
+            if keyed is not None:  # None: some table's keys do not ascend strictly
+                return pd.DataFrame({keys[0]: keyed[0], count_column: keyed[1]}, copy=False)
         if len(keys) == 1 and all(self.is_string_dtype(f[keys[0]].dtype) and f[keys[0]].dtype == frames[0][keys[0]].dtype for f in frames):
             runs = []
             for frame in frames:
@@ -621,6 +670,31 @@ class PandasBackend:
         # now, before the table is shared.
         table.get_indexer(table[:1])
         return table
+
+    def lookup_table_holds_keys(self, table: Any) -> bool:
+        """Whether a :meth:`lookup_table` gives its keys back by itself: a table of short
+        strings (at most eight bytes, no NUL), which holds each one whole as an integer key.
+        A vocabulary with such a table need not keep its strings beside it.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> pandas = get_backend("pandas")
+        >>> ids = pandas.lookup_table(pd.Series(["b", "a"], dtype="str"))
+        >>> pandas.lookup_table_holds_keys(ids), pandas.lookup_table_keys(ids).tolist()
+        (True, ['b', 'a'])
+        >>> pandas.lookup_table_holds_keys(pandas.lookup_table(pd.Series(["a longer string"], dtype="str")))
+        False
+        """
+        return isinstance(table, StringLookup) and table.holds_keys
+
+    def lookup_table_keys(self, table: Any) -> pd.Series:
+        """The keys of a table that holds them (:meth:`lookup_table_holds_keys`), rebuilt: a
+        series equal to the one the table was built from."""
+        if not self.lookup_table_holds_keys(table):
+            raise ValueError("this lookup table does not hold its keys (lookup_table_holds_keys is False)")
+        return table.keys
 
     def lookup(self, table: pd.Index, keys: pd.Series | pd.DataFrame) -> np.ndarray:
         """int64 position of each key in a :meth:`lookup_table`, -1 where absent.
@@ -958,6 +1032,27 @@ def _hash_values(series: pd.Series) -> np.ndarray:
             "integers, booleans and floats"
         )
     return _hashing.hash_int64(values, valid)
+
+
+def short_string_lookup(keys: np.ndarray, rows: np.ndarray) -> StringLookup:
+    """A lookup table (as :meth:`PandasBackend.lookup_table` builds one) of short strings
+    given as their keys, strictly ascending, and the row of each
+    (:meth:`StringLookup.of_short_strings`): a vocabulary of ids held as its table from the
+    start, its strings never written out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends import get_backend
+    >>> from tabflow.backends.pandas_backend import short_string_lookup, string_buffers
+    >>> from tabflow.backends._string_table import short_string_keys
+    >>> import pandas as pd
+    >>> keys = short_string_keys(*string_buffers(pd.Series(["a", "b"], dtype="str")))
+    >>> table = short_string_lookup(keys, np.array([1, 0], np.int32))
+    >>> get_backend("pandas").lookup_table_keys(table).tolist()
+    ['b', 'a']
+    """
+    return StringLookup.of_short_strings(keys, rows)
 
 
 def string_buffers(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -259,6 +259,14 @@ class Backend(Protocol):
     def lookup_table(self, keys: Any) -> Any:
         """A reusable lookup structure over unique keys (a series, or a frame of key columns)."""
 
+    def lookup_table_holds_keys(self, table: Any) -> bool:
+        """Whether :meth:`lookup_table_keys` can rebuild the keys of a :meth:`lookup_table`
+        from the table alone: the keys need not be kept beside it."""
+
+    def lookup_table_keys(self, table: Any) -> Any:
+        """The keys of a :meth:`lookup_table` that holds them (:meth:`lookup_table_holds_keys`),
+        rebuilt: a host series equal to the one the table was built from."""
+
     def lookup(self, table: Any, keys: Any) -> EngineArray:
         """int64 position of each key in a :meth:`lookup_table`, -1 where absent: a new,
         writable array, which the caller may turn into its result in place."""

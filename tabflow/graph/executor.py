@@ -37,15 +37,16 @@ from tabflow.schema.dtypes import is_unknown
 
 __all__ = ["GraphRunner", "map_graph", "map_node_inputs", "fit_partials", "evaluate", "register_fit_task_hook", "combining_last"]
 
-#: Called at the start of every fit task (one partition's statistics, a merge of them). The
-#: data layer registers the release of memory the allocator holds free (``io/memory.py``), so
-#: that what one task freed leaves resident memory before the next allocates; a hook, so that
-#: the graph names no allocator.
-_FIT_TASK_HOOKS: list[Callable[[], object]] = []
+#: Called at the start of every fit task (one partition's statistics, a merge of them), with
+#: whether only merges call it. The data layer registers the release of memory the allocators
+#: hold free (``io/memory.py``), so that what one task freed leaves resident memory before the
+#: next allocates; a hook, so that the graph names no allocator.
+_FIT_TASK_HOOKS: list[tuple[Callable[[], object], bool]] = []
 
 
-def register_fit_task_hook(hook: Callable[[], object]) -> Callable[[], object]:
-    """Call ``hook()`` at the start of every fit task from now on (once, however often given).
+def register_fit_task_hook(hook: Callable[[], object], merges_only: bool = False) -> Callable[[], object]:
+    """Call ``hook()`` at the start of every fit task from now on (once, however often given);
+    with ``merges_only``, of every task that merges statistics (no partition is read in one).
 
     Examples
     --------
@@ -54,14 +55,15 @@ def register_fit_task_hook(hook: Callable[[], object]) -> Callable[[], object]:
     >>> register_fit_task_hook(hook) is register_fit_task_hook(hook)
     True
     """
-    if hook not in _FIT_TASK_HOOKS:
-        _FIT_TASK_HOOKS.append(hook)
+    if all(registered is not hook for registered, _ in _FIT_TASK_HOOKS):
+        _FIT_TASK_HOOKS.append((hook, merges_only))
     return hook
 
 
-def _fit_task_started() -> None:
-    for hook in _FIT_TASK_HOOKS:
-        hook()
+def _fit_task_started(merging: bool = False) -> None:
+    for hook, merges_only in _FIT_TASK_HOOKS:
+        if merging or not merges_only:
+            hook()
 
 
 _LAST_COMBINE: contextvars.ContextVar[bool] = contextvars.ContextVar("tabflow_last_combine", default=False)
@@ -335,12 +337,12 @@ def _fit_partition(runner: GraphRunner, frame: Frame) -> list[Any]:
 
 
 def _combine_partials(runner: GraphRunner, *partials: list[Any]) -> list[Any]:
-    _fit_task_started()
+    _fit_task_started(merging=True)
     return [node.op.combine_partials([p[i] for p in partials]) for i, node in enumerate(runner.targets)]
 
 
 def _combine_target(runner: GraphRunner, target: int, *partials: Any, last: bool = False) -> Any:
-    _fit_task_started()
+    _fit_task_started(merging=True)
     token = _LAST_COMBINE.set(last)
     try:
         return runner.targets[target].op.combine_partials(list(partials))

@@ -22,15 +22,17 @@ Examples
 
 from __future__ import annotations
 
+import collections.abc
+import weakref
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (makes pa.compute available)
 
-from tabflow.backends import backend_for
+from tabflow.backends import backend_for, get_backend
 from tabflow.schema import dtypes
 
 __all__ = [
@@ -46,6 +48,9 @@ __all__ = [
     "merge_counts",
     "build_vocabulary",
     "user_vocabulary",
+    "Vocabularies",
+    "HeldVocabulary",
+    "held_vocabulary",
     "encode_unit",
     "decode_codes",
     "hash_keys",
@@ -55,6 +60,11 @@ PAD_INDEX = 0
 NULL_INDEX = 1
 OOV_INDEX = 2
 COUNT = "count"
+#: On the pandas engine a count table of short strings (at most eight bytes, no NUL: ids)
+#: holds each string as its integer key in this column instead of ``value``, and its counts
+#: as uint32 where they fit: 12 bytes a value instead of 24, merged as integers (see
+#: :func:`count_values`).
+KEY = "value_key"
 
 
 @dataclass(frozen=True)
@@ -172,7 +182,42 @@ def count_values(df: Any, unit: Unit) -> tuple[Any, int]:
         counts = backend.value_counts(values).reset_index()
     counts.columns = [*unit.value_columns, COUNT]
     counts[COUNT] = counts[COUNT].astype("int64")
-    return counts, nulls
+    return _keyed(backend, counts), nulls
+
+
+def _keyed(backend: Any, counts: Any) -> Any:
+    """A pandas count table of short strings with the strings as their keys (:data:`KEY`).
+
+    A fit holds its partitions' count tables and their running total at once: as keys with
+    uint32 counts they take half the memory, and they merge as sorted integers (the strings
+    come sorted from ``value_counts``, so the keys do too). Any other table is left as it is.
+    """
+    if backend.name != "pandas" or list(counts.columns) != ["value", COUNT] or counts["value"].dtype != _host_string_dtype():
+        return counts
+    from tabflow.backends.kernels import short_string_keys, string_buffers
+
+    keys = short_string_keys(*string_buffers(counts["value"]))
+    if keys is None:  # a longer string, a NUL byte or a null
+        return counts
+    numbers = counts[COUNT].to_numpy()
+    if not len(numbers) or int(numbers.max()) < 2**32:
+        numbers = numbers.astype(np.uint32)
+    return pd.DataFrame({KEY: keys, COUNT: numbers}, copy=False)
+
+
+def _unkeyed(counts: Any) -> Any:
+    """A count table with strings again in ``value`` (the inverse of :func:`_keyed`)."""
+    if KEY not in counts.columns:
+        return counts
+    from tabflow.backends.kernels import key_strings
+
+    data, offsets = key_strings(counts[KEY].to_numpy())
+    values = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data))
+    return pd.DataFrame({"value": pd.array(values, dtype=_host_string_dtype()), COUNT: counts[COUNT].to_numpy().astype(np.int64)}, copy=False)
+
+
+def _host_string_dtype() -> Any:
+    return get_backend("pandas").engine_dtype(dtypes.STRING)
 
 
 def merge_counts(partials: list[tuple[Any, int]], split_every: int | None = None) -> tuple[Any, int]:
@@ -194,6 +239,8 @@ def merge_counts(partials: list[tuple[Any, int]], split_every: int | None = None
     frames = [p[0] for p in partials if len(p[0])]
     if not frames:
         return partials[0][0], nulls
+    if len({KEY in frame.columns for frame in frames}) > 1:  # some partition had a long string
+        frames = [_unkeyed(frame) for frame in frames]
     fan_in = max(2, int(split_every)) if split_every else len(frames)
     while len(frames) > 1:
         frames = [_sum_counts(frames[i : i + fan_in]) for i in range(0, len(frames), fan_in)]
@@ -213,6 +260,8 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
     is identical. Within a combination (``encode_type="combo"``) a null sorts before every
     value, as in NVTabular: ``(None, "x")`` comes before ``("a", "x")`` when their counts tie.
     """
+    if KEY in counts.columns:
+        return held_vocabulary(counts, freq_threshold, limit).frame()
     value_columns = [c for c in counts.columns if c != COUNT]
     if freq_threshold:
         counts = counts[counts[COUNT] >= freq_threshold]
@@ -277,6 +326,245 @@ def _plain_dtype(series: pd.Series) -> pd.Series:
     if canonical == "boolean":
         return series.astype("bool")
     return series
+
+
+# -------------------------------------------------------------------------- fitted state
+@dataclass(eq=False)
+class HeldVocabulary:
+    """A vocabulary of strings held as a lookup table that holds the strings themselves, with
+    its counts as runs: ``count_values[i]`` repeated ``count_runs[i]`` times (None:
+    ``count_values`` is every count). Stored in :class:`Vocabularies`, which gives it out as
+    the DataFrame it stands for (:meth:`frame`)."""
+
+    table: Any
+    backend: str
+    count_values: np.ndarray
+    count_runs: np.ndarray | None
+
+    @classmethod
+    def of(cls, table: Any, backend: str, counts: np.ndarray) -> "HeldVocabulary":
+        """``table`` with ``counts`` (integers, in vocabulary order) kept as runs where fewer."""
+        starts = np.flatnonzero(np.concatenate(([True], counts[1:] != counts[:-1]))) if len(counts) else np.zeros(0, np.int64)
+        if 2 * len(starts) <= len(counts):
+            return cls(table, backend, counts[starts].astype(np.int64), np.diff(np.append(starts, len(counts))))
+        return cls(table, backend, np.array(counts, dtype=np.int64), None)  # few repeated counts: kept whole
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def total_count(self) -> int:
+        """The sum of the counts."""
+        if self.count_runs is None:
+            return int(self.count_values.sum())
+        return int((self.count_values * self.count_runs).sum())
+
+    def frame(self) -> pd.DataFrame:
+        """The vocabulary as a DataFrame: ``value`` and ``count``, in index order."""
+        keys = get_backend(self.backend).lookup_table_keys(self.table)
+        counts = self.count_values if self.count_runs is None else np.repeat(self.count_values, self.count_runs)
+        return pd.DataFrame({"value": keys.array, COUNT: counts})
+
+
+def held_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | None) -> HeldVocabulary:
+    """:func:`build_vocabulary` of a count table of short strings as their keys (:data:`KEY`),
+    held as its lookup table from the start: the strings are never written out.
+
+    The table is the keys in ascending order (as the merges leave them) with each one's
+    index in the vocabulary. Keys compare as their strings do, so ties by count keep value
+    order, as :func:`build_vocabulary` orders them.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.ops._vocab import KEY, _keyed, held_vocabulary
+    >>> from tabflow.backends import get_backend
+    >>> counts = pd.DataFrame({"value": pd.Series(["a", "b", "c"], dtype="str"), "count": [1, 3, 1]})
+    >>> held = held_vocabulary(_keyed(get_backend("pandas"), counts), 0, None)
+    >>> held.frame()["value"].tolist(), len(held), held.total_count()
+    (['b', 'a', 'c'], 3, 5)
+    """
+    from tabflow.backends.kernels import short_string_lookup
+
+    keys, numbers = counts[KEY].to_numpy(), counts[COUNT].to_numpy()
+    if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):  # from a grouping, not a merge
+        ascending = np.argsort(keys, kind="stable")
+        keys, numbers = keys[ascending], numbers[ascending]
+    if freq_threshold:
+        kept = numbers >= freq_threshold
+        keys, numbers = keys[kept], numbers[kept]
+    # Each index's key: by count descending (the bitwise complement reverses unsigned counts).
+    order = np.argsort(~numbers if numbers.dtype.kind == "u" else -numbers, kind="stable")
+    if limit is not None and limit < len(order):
+        order = order[: max(limit, 0)]
+    rows = np.empty(len(keys), dtype=np.int32 if len(keys) < 2**31 else np.int64)
+    rows[order] = np.arange(len(order))  # each key's index
+    if len(order) < len(keys):
+        selected = np.sort(order)
+        keys, rows = keys[selected], rows[selected]
+    return HeldVocabulary.of(short_string_lookup(keys, rows), "pandas", numbers[order])
+
+
+#: The columns of a vocabulary of one value column, as a DataFrame of them has them.
+_VOCABULARY_COLUMNS = pd.DataFrame({"value": [], COUNT: []}).columns
+
+
+class Vocabularies(dict):
+    """Categorify's fitted vocabularies: a dict of name to DataFrame (the value column(s) and
+    ``count``, in index order), where a vocabulary of strings may be held as its lookup table.
+
+    A lookup table of short strings (at most eight bytes, as ids of hex or decimal digits)
+    holds every string whole, as an integer key. Once such a table is built for encoding,
+    :meth:`hold_as_table` lets the vocabulary keep only the table and its counts as runs of
+    equal counts (few: a fitted vocabulary's counts descend): about 8.5 bytes a value, where
+    the DataFrame beside the table took 24 more (each string, its offset and its count).
+    A vocabulary fitted from such keys is set held from the start (a :class:`HeldVocabulary`,
+    from :func:`held_vocabulary`). Reading a held vocabulary (``vocabs[name]``, ``items()``,
+    ``values()``, saving it) rebuilds a DataFrame equal to the one it stands for, and the
+    same object is given while a reference to it lives; :meth:`size` counts its values
+    without rebuilding it.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends import get_backend
+    >>> from tabflow.ops._vocab import Vocabularies
+    >>> pandas = get_backend("pandas")
+    >>> vocab = pd.DataFrame({"value": pd.Series(["b", "a", "c"], dtype="str"), "count": [3, 1, 1]})
+    >>> vocabs = Vocabularies({"c": vocab})
+    >>> table = pandas.lookup_table(vocab["value"])
+    >>> vocabs.hold_as_table("c", vocab, table, pandas), vocabs.held_table("c", "pandas") is table
+    (True, True)
+    >>> vocabs["c"] is vocab  # while the frame lives elsewhere, it is the one given
+    True
+    >>> expected = vocab.copy()
+    >>> del vocab  # the frame is gone: reading rebuilds an equal one
+    >>> rebuilt = vocabs["c"]
+    >>> rebuilt.equals(expected), vocabs["c"] is rebuilt, vocabs.size("c")
+    (True, True, 3)
+    """
+
+    def __init__(self, vocabularies: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        self._rebuilt: dict[str, weakref.ref] = {}
+        # Another Vocabularies gives its entries as held, not rebuilt.
+        entries = vocabularies._entries() if isinstance(vocabularies, Vocabularies) else (vocabularies or {})
+        for key, vocab in entries.items():
+            dict.__setitem__(self, key, vocab)
+
+    # Reading: every path that gives values out goes through __getitem__. (Overriding
+    # __iter__ also makes dict(...), {**...} and update(...) read through it: CPython copies
+    # a dict subclass's stored values directly only while its __iter__ is dict's own.)
+    def __getitem__(self, key: str) -> Any:
+        entry = dict.__getitem__(self, key)
+        if not isinstance(entry, HeldVocabulary):
+            return entry
+        ref = self._rebuilt.get(key)
+        frame = ref() if ref is not None else None
+        if frame is None:
+            frame = entry.frame()
+            self._rebuilt[key] = weakref.ref(frame)
+        return frame
+
+    def __iter__(self) -> Iterator[str]:
+        return dict.__iter__(self)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def items(self) -> collections.abc.ItemsView:
+        return collections.abc.ItemsView(self)
+
+    def values(self) -> collections.abc.ValuesView:
+        return collections.abc.ValuesView(self)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        if key not in self:
+            return dict.pop(self, key, *default)
+        value = self[key]
+        dict.__delitem__(self, key)
+        return value
+
+    def popitem(self) -> tuple[str, Any]:
+        key = next(reversed(list(dict.keys(self))), None)
+        if key is None:
+            raise KeyError("popitem(): the vocabularies are empty")
+        return key, self.pop(key)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._rebuilt.pop(key, None)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._rebuilt.pop(key, None)
+        dict.__delitem__(self, key)
+
+    def copy(self) -> "Vocabularies":
+        return Vocabularies(self)
+
+    def __or__(self, other: Any) -> Any:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other: Any) -> Any:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        merged = Vocabularies(other)
+        merged.update(self._entries())
+        return merged
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+    def __reduce__(self) -> tuple:
+        # Pickled as held: a vocabulary held as its table travels as the table.
+        return (Vocabularies, (self._entries(),))
+
+    def _entries(self) -> dict[str, Any]:
+        return {key: dict.__getitem__(self, key) for key in dict.keys(self)}
+
+    # The held form.
+    def size(self, key: str) -> int:
+        """How many values vocabulary ``key`` has (without rebuilding it)."""
+        return len(dict.__getitem__(self, key))
+
+    def held_table(self, key: str, backend: str) -> Any | None:
+        """The lookup table of engine ``backend`` vocabulary ``key`` is held as, or None."""
+        entry = dict.__getitem__(self, key)
+        return entry.table if isinstance(entry, HeldVocabulary) and entry.backend == backend else None
+
+    def hold_as_table(self, key: str, vocab: pd.DataFrame, table: Any, backend: Any) -> bool:
+        """Hold vocabulary ``key`` (``vocab``, the DataFrame it holds now) as ``table``, the
+        lookup table ``backend`` built from its ``value`` column, where the table gives the
+        values back (``backend.lookup_table_holds_keys``) and the counts are plain integers;
+        whether it now is. The DataFrame is let go: it lives on only where still referenced.
+        """
+        if key not in self or dict.__getitem__(self, key) is not vocab or not backend.lookup_table_holds_keys(table):
+            return False
+        index = vocab.index
+        plain = (
+            list(vocab.columns) == ["value", COUNT]
+            and vocab.columns.dtype == _VOCABULARY_COLUMNS.dtype
+            and vocab[COUNT].dtype == np.dtype(np.int64)
+            and isinstance(index, pd.RangeIndex)
+            and index.start == 0
+            and index.step == 1
+            and len(index) == len(table)
+            and not vocab.attrs
+        )
+        if not plain:
+            return False
+        held = HeldVocabulary.of(table, backend.name, vocab[COUNT].to_numpy())
+        self._rebuilt[key] = weakref.ref(vocab)  # the very frame, while someone holds it
+        dict.__setitem__(self, key, held)
+        return True
 
 
 # ------------------------------------------------------------------------------ encoding

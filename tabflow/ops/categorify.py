@@ -6,6 +6,7 @@ import concurrent.futures
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 import weakref
 from typing import Any, Mapping
@@ -34,6 +35,11 @@ _ENCODE_TYPES = ("joint", "combo")
 # Key in the op's derived-table cache of the vocabulary files written for `categories`
 # when no out_path is given.
 _PRIVATE_CATEGORIES = "categories files"
+# In the same cache, (vocabulary, _DECODING) keys the vocabularies kept for decode; the other
+# entries are (vocabulary, engine name).
+_DECODING = "decode (host)"
+# Guards turning a plain ``vocabs_`` dict into Vocabularies (see Categorify._vocabularies).
+_VOCABULARIES_LOCK = threading.Lock()
 
 
 class Categorify(SchemaFromColumns, StatOperator):
@@ -123,7 +129,9 @@ class Categorify(SchemaFromColumns, StatOperator):
     vocabs_ : dict of str to DataFrame
         Per vocabulary (a column, or ``"a_b"`` for a group): the values (``value``, or
         ``value_0, value_1, ...`` for a combo) and their ``count``, in index order; saved as
-        parquet with the workflow.
+        parquet with the workflow. A :class:`~tabflow.ops._vocab.Vocabularies` (a dict): on
+        the pandas engine a vocabulary of short strings (at most eight bytes, as ids) is held
+        as its lookup table alone and its DataFrame rebuilt, equal, when read.
     oov_slots_, null_counts_ : dict of str to int
         OOV indices and nulls seen while fitting, per vocabulary.
     offsets_ : dict of str to int
@@ -196,6 +204,7 @@ class Categorify(SchemaFromColumns, StatOperator):
     """
 
     _derived_attributes = ("_tables",)
+    vocabs_: Mapping[str, Any]  # set by fitting (a Vocabularies; see _vocabularies)
 
     def __init__(
         self,
@@ -239,6 +248,17 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.start_index = start_index
         self.na_sentinel = na_sentinel
 
+    def _vocabularies(self) -> _vocab.Vocabularies:
+        # Fitting sets a Vocabularies; a load or a user may set a plain dict, made one on first
+        # use (once: threads encoding side by side must share it).
+        vocabs = self.vocabs_
+        if not isinstance(vocabs, _vocab.Vocabularies):
+            with _VOCABULARIES_LOCK:
+                vocabs = self.vocabs_
+                if not isinstance(vocabs, _vocab.Vocabularies):
+                    vocabs = self.vocabs_ = _vocab.Vocabularies(vocabs)
+        return vocabs
+
     # ----------------------------------------------------------------- helpers
     def _units(self, col_selector: ColumnSelector) -> list[_vocab.Unit]:
         return _vocab.encoding_units(col_selector.grouped_names, self.encode_type, self.name_sep)
@@ -270,8 +290,8 @@ class Categorify(SchemaFromColumns, StatOperator):
         with ``single_table``, the rows of the whole shared table."""
         unit = self._unit_of(column)
         if self.single_table:
-            return _table_size(self.vocabs_, self.oov_slots_)
-        return len(self.vocabs_[unit.key]) + self.oov_slots_[unit.key] + 2
+            return _table_size(self._vocabularies(), self.oov_slots_)
+        return self._vocabularies().size(unit.key) + self.oov_slots_[unit.key] + 2
 
     def get_embedding_sizes(self, columns: Any) -> dict[str, tuple[int, int]]:
         """``{column: (cardinality, embedding dimension)}`` of fitted columns, as NVTabular's
@@ -358,7 +378,9 @@ class Categorify(SchemaFromColumns, StatOperator):
         unit = self._unit_of(column)
         series = data[column] if backend_for(data).is_frame(data) else data
         backend = backend_for(series)
-        vocab = self.vocabs_[unit.key]
+        # A vocabulary held as its table is rebuilt to decode (a tenth of a second for 4M
+        # values): the op keeps the rebuilt one for the decodes that follow.
+        vocab = self._derived("_tables", (unit.key, _DECODING), lambda: self._vocabularies()[unit.key])
         offset = 2 + self.oov_slots_[unit.key]
         shift = self._shift(unit.key)
         given = series
@@ -474,23 +496,37 @@ class Categorify(SchemaFromColumns, StatOperator):
         return {key: merge(key) for key in keys}
 
     def fit_finalize(self, partial: dict[str, Any]) -> None:
-        vocabs, slots, nulls, encodings, combos, observed = {}, {}, {}, {}, {}, {}
+        slots, nulls, encodings, combos, observed, tables = {}, {}, {}, {}, {}, {}
         # The vocabularies sort independently, mostly in Arrow and NumPy kernels that release
         # the GIL: building them side by side uses every core for the longest serial step.
         # Each unit's merged counts leave ``partial`` as its vocabulary is built (the caller
         # drops ``partial`` after this call): the counts of every column and their
-        # vocabularies, as large again, are never all held at once.
+        # vocabularies, as large again, are never all held at once. A vocabulary fitted on the
+        # pandas engine gets its lookup table there too: one of short strings is held as its
+        # table (see Vocabularies), built straight from the keys they were counted as.
         pending = {key: entry.pop("counts") for key, entry in partial.items()}
-        built = _in_threads(lambda key, unit: self._finalize_unit(unit, pending.pop(key)), [(key, entry["unit"]) for key, entry in partial.items()])
-        for (key, entry), (vocab, null_count, unit_observed) in zip(partial.items(), built):
+        vocabs = _vocab.Vocabularies(dict.fromkeys(partial))  # the units' order, filled in the threads
+
+        def build(key: str, unit: _vocab.Unit) -> tuple[int, tuple[int, int, int] | None, Any]:
+            vocab, null_count, unit_observed, table = self._finalize_unit(unit, pending.pop(key))
+            vocabs[key] = vocab
+            if table is not None and not isinstance(vocab, _vocab.HeldVocabulary):
+                vocabs.hold_as_table(key, vocab, table, get_backend("pandas"))
+            return null_count, unit_observed, table
+
+        built = _in_threads(build, [(key, entry["unit"]) for key, entry in partial.items()])
+        for (key, entry), (null_count, unit_observed, table) in zip(partial.items(), built):
             unit = entry["unit"]
-            vocabs[key], nulls[key] = vocab, null_count
+            nulls[key] = null_count
             if unit_observed is not None:
                 observed[key] = unit_observed
+            if table is not None:
+                tables[(key, "pandas")] = table
             slots[key] = self._n_oov(unit)
             encodings.update({name: key for name in unit.outputs})
             if unit.combo:
                 combos[key] = list(unit.inputs)
+        del built
         if self.out_path is not None:
             # Written before any fitted state is set: a failed write leaves the op unfitted.
             shifts = _single_table_offsets(vocabs, slots) if self.single_table else {}
@@ -498,21 +534,32 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.vocabs_, self.oov_slots_, self.null_counts_ = vocabs, slots, nulls
         self.encodings_, self.combo_inputs_ = encodings, combos
         self.offsets_ = _single_table_offsets(vocabs, slots) if self.single_table else {}
-        self._tables: dict[str, Any] = {}
+        self._tables: dict[Any, Any] = tables
 
-    def _finalize_unit(self, unit: _vocab.Unit, unit_counts: Any) -> tuple[Any, int, tuple[int, int, int] | None]:
-        """``(vocabulary, null count, (nulls, dropped, kept) or None)`` of one unit."""
+    def _finalize_unit(self, unit: _vocab.Unit, unit_counts: Any) -> tuple[Any, int, tuple[int, int, int] | None, Any]:
+        """``(vocabulary, null count, (nulls, dropped, kept) or None, lookup table or None)`` of
+        one unit. The vocabulary is a DataFrame, or a HeldVocabulary where the pandas engine
+        counted short strings as their keys; the table is built where the counts are on the
+        pandas engine (the host), which the vocabulary is on too."""
         if unit_counts is None:
-            return _vocab.user_vocabulary(self._user_vocab(unit)), 0, None
+            return _vocab.user_vocabulary(self._user_vocab(unit)), 0, None, None
         counts, null_count = unit_counts
-        counts = backend_for(counts).to_host(counts)
+        engine = backend_for(counts)
+        counts = engine.to_host(counts)
         self._warn_if_large(unit.key, counts)
         max_size = _vocab.per_column(self.max_size, unit, 0)
         limit = max_size - 2 - self._n_oov(unit) if max_size else None
         threshold = _vocab.per_column(self.freq_threshold, unit, 0)
+        seen = int(counts[_vocab.COUNT].sum())
+        if _vocab.KEY in counts.columns:  # short strings counted as keys: held as the table from the start
+            vocab = _vocab.held_vocabulary(counts, threshold, limit)
+            del counts
+            return vocab, null_count, (null_count, seen - vocab.total_count(), vocab.total_count()), vocab.table
         vocab = _vocab.build_vocabulary(counts, threshold, limit)
+        del counts
         kept = int(vocab[_vocab.COUNT].sum())
-        return vocab, null_count, (null_count, int(counts[_vocab.COUNT].sum()) - kept, kept)
+        table = engine.lookup_table(vocab["value"]) if engine.name == "pandas" and not unit.combo else None
+        return vocab, null_count, (null_count, seen - kept, kept), table
 
     def _warn_if_large(self, key: str, counts: Any) -> None:
         size = int(counts.memory_usage(deep=True, index=True).sum())
@@ -589,16 +636,23 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.check_is_fitted()
         units = self._units(col_selector)
         shifts = {unit.key: self._shift(unit.key) for unit in units}
-        return _vocab_kernels.categorify_kernels(units, input_schema, self.vocabs_, self.oov_slots_, shifts, self.output_dtype)
+        return _vocab_kernels.categorify_kernels(units, input_schema, self._vocabularies(), self.oov_slots_, shifts, self.output_dtype)
 
     def _table(self, key: str, backend: Any) -> Any:
         # One hash table per vocabulary and engine, built on first use and shared by the
         # partitions that follow: rebuilding it per partition would dominate the transform.
+        # A table that holds the strings themselves becomes the vocabulary's only copy.
         def build() -> Any:
-            vocab = self.vocabs_[key]
+            vocabs = self._vocabularies()
+            held = vocabs.held_table(key, backend.name)
+            if held is not None:
+                return held
+            vocab = vocabs[key]
             keys = vocab[[c for c in vocab.columns if c != _vocab.COUNT]]
             keys = keys["value"] if list(keys.columns) == ["value"] else keys
-            return backend.lookup_table(backend.from_host(keys))
+            table = backend.lookup_table(backend.from_host(keys))
+            vocabs.hold_as_table(key, vocab, table, backend)
+            return table
 
         return self._derived("_tables", (key, backend.name), build)
 
@@ -657,18 +711,18 @@ def _in_threads(function: Any, arguments: list[tuple]) -> list[Any]:
         return list(pool.map(lambda a: function(*a), arguments))
 
 
-def _single_table_offsets(vocabs: dict[str, Any], slots: dict[str, int]) -> dict[str, int]:
+def _single_table_offsets(vocabs: _vocab.Vocabularies, slots: dict[str, int]) -> dict[str, int]:
     """Shift of each vocabulary's block when they follow one another in one table."""
     offsets, shift = {}, 0
-    for key, vocab in vocabs.items():
+    for key in vocabs:
         offsets[key] = shift
-        shift += 1 + slots[key] + len(vocab)  # its null index, OOV indices and values
+        shift += 1 + slots[key] + vocabs.size(key)  # its null index, OOV indices and values
     return offsets
 
 
-def _table_size(vocabs: dict[str, Any], slots: dict[str, int]) -> int:
+def _table_size(vocabs: _vocab.Vocabularies, slots: dict[str, int]) -> int:
     """Rows of the single table: padding plus every vocabulary's block."""
-    return 1 + sum(1 + slots[key] + len(vocab) for key, vocab in vocabs.items())
+    return 1 + sum(1 + slots[key] + vocabs.size(key) for key in vocabs)
 
 
 def _unshift(codes: Any, shift: int) -> Any:

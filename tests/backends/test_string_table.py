@@ -473,3 +473,108 @@ def test_a_string_is_its_key_only_when_short_and_free_of_nul_bytes():
     for s in strings:  # a run of one string: whole (state 1) or not (state 0)
         run_keys, state = _run_keys(np.frombuffer(s, np.uint8), np.array([0, len(s)], np.int64))
         assert state == (1 if len(s) <= 8 and b"\0" not in s else 0)
+
+
+# ---------------------------------------------------------------- count tables of keys
+def _key_runs(rng, n_runs, size, spread):
+    return [(np.unique(rng.integers(0, spread, size, dtype=np.uint64)), None) for _ in range(n_runs)]
+
+
+@pytest.mark.parametrize("n_runs, size, spread", [(1, 100, 1000), (2, 500, 700), (8, 2000, 5000), (3, 50, 2**64 - 1)])
+def test_merged_key_counts_equal_counting_in_python(n_runs, size, spread):
+    from collections import Counter
+
+    from tabflow.backends._string_table import merge_key_counts
+
+    rng = np.random.default_rng(n_runs * size)
+    runs = [(keys, rng.integers(1, 2**40, len(keys))) for keys, _ in _key_runs(rng, n_runs, size, spread)]
+    runs.append((np.zeros(0, np.uint64), np.zeros(0, np.int64)))  # an empty run
+    reference: Counter = Counter()
+    for keys, counts in runs:
+        reference.update(dict(zip(keys.tolist(), counts.tolist())))
+    given = list(runs)
+    keys, counts = merge_key_counts(given)
+    assert given == []  # each run let go once merged
+    assert keys.tolist() == sorted(reference) and counts.tolist() == [reference[k] for k in sorted(reference)]
+    assert keys.dtype == np.uint64 and counts.dtype == np.int64
+    if n_runs > 1:  # sized to the union: not a view of larger arrays, whose tails would be held
+        assert not isinstance(keys.base, np.ndarray) and not isinstance(counts.base, np.ndarray)
+
+
+@pytest.mark.parametrize("bad", [[3, 3, 5], [5, 3], [1, 2, 2]])
+def test_key_runs_that_do_not_ascend_strictly_are_refused(bad):
+    from tabflow.backends._string_table import merge_key_counts
+
+    good = (np.array([1, 4], np.uint64), np.array([1, 1]))
+    assert merge_key_counts([good, (np.array(bad, np.uint64), np.ones(len(bad), np.int64))]) is None
+    assert merge_key_counts([]) is not None and len(merge_key_counts([])[0]) == 0
+
+
+def test_short_string_keys_round_trip_and_refuse_what_is_not_its_key():
+    from tabflow.backends._string_table import key_strings, short_string_keys
+
+    strings = ["", "a", "é", "\x01\x7f", "12345678", "日本", "zz"]
+    data, offsets, valid = _arrow_string_buffers(pa.array(strings, pa.large_string()))
+    keys = short_string_keys(data, offsets, valid)
+    back_data, back_offsets = key_strings(keys)
+    assert [back_data[a:b].tobytes().decode() for a, b in zip(back_offsets[:-1], back_offsets[1:])] == strings
+    assert [strings[i] for i in np.argsort(keys, kind="stable")] == sorted(strings, key=str.encode)
+    for refused in (["123456789"], ["a\x00"], ["a", None]):
+        assert short_string_keys(*_arrow_string_buffers(pa.array(refused, pa.large_string()))) is None
+
+
+@pytest.mark.parametrize("ids", ["hex", "letters"])
+def test_a_table_of_keys_answers_as_the_table_of_its_strings(ids):
+    from tabflow.backends._string_table import short_string_keys
+
+    rng = np.random.default_rng(7)
+    if ids == "hex":  # keys split in halves
+        values = sorted({f"{v:08x}" for v in rng.integers(0, 2**32, 5000)})
+    else:  # whole keys
+        values = sorted({"".join(rng.choice(list("abcdé"), rng.integers(0, 4))) for _ in range(400)})
+    rows = rng.permutation(len(values)).astype(np.int32)
+    in_row_order = [None] * len(values)
+    for value, row in zip(values, rows):
+        in_row_order[row] = value
+    buffers = _arrow_string_buffers(pa.array(values, pa.large_string()))
+    of_keys = StringTable.of_keys(short_string_keys(*buffers), rows)
+    of_strings = StringTable(*_arrow_string_buffers(pa.array(in_row_order, pa.large_string())))
+    queries = _arrow_string_buffers(pa.array(values[::3] + ["nope", "", "zzzzzzzzz", None], pa.large_string()))
+    np.testing.assert_array_equal(of_keys.positions(*queries), of_strings.positions(*queries))
+    for table in (of_keys, of_strings):
+        data, offsets = table.strings()
+        assert [data[a:b].tobytes().decode() for a, b in zip(offsets[:-1], offsets[1:])] == in_row_order
+    with pytest.raises(ValueError, match="strictly ascending"):
+        StringTable.of_keys(short_string_keys(*buffers)[::-1], rows)
+    with pytest.raises(ValueError, match="one row each"):
+        StringTable.of_keys(short_string_keys(*buffers), rows[1:])
+    with pytest.raises(ValueError, match="0 to n - 1"):
+        StringTable.of_keys(short_string_keys(*buffers), rows + 1)
+
+
+def test_count_tables_of_keys_merge_sorted_and_otherwise_group():
+    rng = np.random.default_rng(11)
+    frames = [pd.DataFrame({"k": keys, "n": rng.integers(1, 9, len(keys))}) for keys, _ in _key_runs(rng, 3, 300, 600)]
+    expected = pd.concat(frames).groupby("k")["n"].sum()
+    merged = PANDAS.sum_counts(frames, "n")
+    assert merged["k"].dtype == np.uint64 and merged["k"].is_monotonic_increasing
+    assert dict(zip(merged["k"], merged["n"])) == expected.to_dict()
+    shuffled = [frame.sample(frac=1, random_state=1) for frame in frames]  # not ascending: grouped
+    grouped = PANDAS.sum_counts(shuffled, "n")
+    assert dict(zip(grouped["k"], grouped["n"])) == expected.to_dict()
+
+
+def test_key_counts_are_uint32_until_a_sum_could_pass_it():
+    from tabflow.backends._string_table import merge_key_counts
+
+    keys = np.array([1, 2, 3], np.uint64)
+    small = merge_key_counts([(keys, np.array([1, 2, 3], np.uint32)), (keys[1:], np.array([5, 6], np.uint32))])
+    assert small[1].dtype == np.uint32 and small[1].tolist() == [1, 7, 9]
+    near = np.array([2**32 - 1, 2**31, 7], np.uint32)
+    wide = merge_key_counts([(keys, near), (keys, near)])  # sums past 2**32: int64, exact
+    assert wide[1].dtype == np.int64 and wide[1].tolist() == [2 * (2**32 - 1), 2**32, 14]
+    mixed = merge_key_counts([(keys, np.array([1, 1, 1], np.uint32)), (keys, np.array([2**40, 1, 1], np.int64))])
+    assert mixed[1].dtype == np.int64 and mixed[1].tolist() == [2**40 + 1, 2, 2]
+    # Three runs: the total of two stays below 2**32, the third takes it past.
+    three = merge_key_counts([(keys[:1], np.array([2**31], np.uint32))] * 3)
+    assert three[1].tolist() == [3 * 2**31] and three[1].dtype == np.int64

@@ -481,7 +481,7 @@ class Vocabularies(dict):
         if key not in self:
             return dict.pop(self, key, *default)
         value = self[key]
-        dict.__delitem__(self, key)
+        del self[key]
         return value
 
     def popitem(self) -> tuple[str, Any]:

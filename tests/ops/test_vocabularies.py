@@ -26,11 +26,14 @@ from tabflow.ops._vocab import (
 )
 
 PANDAS = get_backend("pandas")
+#: The engine's string dtype, which fitted vocabularies hold (``str`` on pandas 3, Arrow-backed
+#: ``string`` on pandas 2).
+STRING = PANDAS.engine_dtype("string")
 
 
 def fitted_vocabulary(values, counts):
     """A vocabulary as fitting builds it: (count descending, value ascending)."""
-    frame = pd.DataFrame({"value": pd.Series(values, dtype="str"), "count": np.asarray(counts, dtype=np.int64)})
+    frame = pd.DataFrame({"value": pd.Series(values, dtype=STRING), "count": np.asarray(counts, dtype=np.int64)})
     return build_vocabulary(frame, 0, None)
 
 
@@ -101,8 +104,8 @@ def test_an_empty_and_a_one_value_vocabulary():
     [
         fitted_vocabulary(["short", "a string of more than eight bytes"], [2, 1]),  # a hash table
         fitted_vocabulary(["a\x00b", "c"], [2, 1]),  # a NUL byte: not a key
-        pd.DataFrame({"value": pd.Series(["a", "b"], dtype="str"), "count": pd.array([pd.NA, pd.NA], dtype="Int64")}),
-        pd.DataFrame({"value": pd.Series(["a", "b"], dtype="str"), "count": [2, 1]}, index=[5, 6]),
+        pd.DataFrame({"value": pd.Series(["a", "b"], dtype=STRING), "count": pd.array([pd.NA, pd.NA], dtype="Int64")}),
+        pd.DataFrame({"value": pd.Series(["a", "b"], dtype=STRING), "count": [2, 1]}, index=[5, 6]),
         pd.DataFrame({"value": pd.Series(["a", "b"], dtype="object"), "count": [2, 1]}),
     ],
     ids=["long string", "NUL byte", "user vocabulary", "not a range index", "object strings"],

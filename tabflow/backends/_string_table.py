@@ -1119,7 +1119,16 @@ def short_string_keys(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) 
 
 def key_strings(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """UTF-8 bytes and int64 offsets of the short strings whose keys are ``keys`` (see
-    :func:`short_string_keys`)."""
+    :func:`short_string_keys`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import key_strings
+    >>> data, offsets = key_strings(np.array([0x6162000000000000, 0], np.uint64))  # "ab", ""
+    >>> data.tobytes(), offsets.tolist()
+    (b'ab', [0, 2, 2])
+    """
     return _key_strings(np.ascontiguousarray(keys, dtype=np.uint64))
 
 

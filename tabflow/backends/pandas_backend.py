@@ -111,7 +111,16 @@ class StringLookup:
         """The table of short strings (the engine's string dtype) given as their keys,
         strictly ascending, and the row of each (see
         :meth:`~tabflow.backends._string_table.StringTable.of_keys`); it gives the strings
-        back as a series named ``value``."""
+        back as a series named ``value``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from tabflow.backends.pandas_backend import StringLookup
+        >>> lookup = StringLookup.of_short_strings(np.array([0x61 << 56, 0x62 << 56], np.uint64), np.array([1, 0]))
+        >>> lookup.holds_keys, lookup.keys.tolist(), lookup.keys.name  # "a" is row 1, "b" row 0
+        (True, ['b', 'a'], 'value')
+        """
         from tabflow.backends._string_table import StringTable
 
         lookup = cls.__new__(cls)

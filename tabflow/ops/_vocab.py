@@ -334,7 +334,21 @@ class HeldVocabulary:
     """A vocabulary of strings held as a lookup table that holds the strings themselves, with
     its counts as runs: ``count_values[i]`` repeated ``count_runs[i]`` times (None:
     ``count_values`` is every count). Stored in :class:`Vocabularies`, which gives it out as
-    the DataFrame it stands for (:meth:`frame`)."""
+    the DataFrame it stands for (:meth:`frame`).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from tabflow.backends import get_backend
+    >>> from tabflow.ops._vocab import HeldVocabulary
+    >>> pandas = get_backend("pandas")
+    >>> table = pandas.lookup_table(pd.Series(["b", "a", "c", "d"], dtype="str"))
+    >>> held = HeldVocabulary.of(table, "pandas", np.array([3, 1, 1, 1]))
+    >>> held.count_values.tolist(), held.count_runs.tolist(), len(held), held.total_count()
+    ([3, 1], [1, 3], 4, 6)
+    >>> held.frame()["value"].tolist(), held.frame()["count"].tolist()
+    (['b', 'a', 'c', 'd'], [3, 1, 1, 1])
+    """
 
     table: Any
     backend: str

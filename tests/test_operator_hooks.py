@@ -148,6 +148,32 @@ def test_a_derived_attribute_is_built_once_whichever_threads_ask_and_left_out_of
     assert copy._factor(builds) == 3.0 and len(builds) == 2
 
 
+def test_setting_or_clearing_fitted_state_forgets_what_was_derived_and_parameters_do_not():
+    class Scaled(nvt.ops.StatOperator):
+        _derived_attributes = ("_prepared",)
+
+        def __init__(self, factor: float = 1.0) -> None:
+            self.factor = factor
+
+        def scale(self) -> float:
+            return self._derived("_prepared", "scale", lambda: self.scale_ * 10)
+
+    op = Scaled()
+    op.scale_ = 2
+    assert op.scale() == 20
+    op.factor = 5.0  # a parameter: what was derived from the fitted state stands
+    op._private = 1
+    assert op.__dict__["_prepared"] == {"scale": 20}
+    op.scale_ = 3  # new fitted state, as a fit or a user sets it
+    assert "_prepared" not in op.__dict__ and op.scale() == 30
+    del op.scale_
+    assert "_prepared" not in op.__dict__
+    op.scale_ = 4
+    assert op.scale() == 40
+    op.clear()
+    assert "_prepared" not in op.__dict__ and not op.fitted
+
+
 def test_different_derived_entries_build_side_by_side():
     # One table per column: while one thread builds one entry, another builds the next
     # (each waiting for the other inside its build proves they overlap), and a build may

@@ -60,6 +60,11 @@ from tabflow.schema import ColumnSchema, Schema
 _DERIVED_LOCKS_GUARD = threading.Lock()
 _DERIVED_LOCKS: dict[tuple[int, str, Any], list[Any]] = {}
 
+
+def _is_fitted_name(name: str) -> bool:
+    """Whether attribute ``name`` names fitted state (``means_``), not a parameter or a private one."""
+    return name.endswith("_") and not name.startswith("_")
+
 __all__ = [
     "Operator",
     "StatOperator",
@@ -278,6 +283,23 @@ class Operator(metaclass=_OperatorMeta):
         for name in self._derived_attributes:
             state.pop(name, None)
         return state
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if _is_fitted_name(name):
+            self._forget_derived()
+
+    def __delattr__(self, name: str) -> None:
+        object.__delattr__(self, name)
+        if _is_fitted_name(name):
+            self._forget_derived()
+
+    def _forget_derived(self) -> None:
+        # Derived attributes stand for the fitted state they were built from: setting it
+        # (a fit, ``op.vocabs_ = ...``, ``clear()``) leaves them stale, so they go and are
+        # built again from the new state on next use.
+        for name in self._derived_attributes:
+            self.__dict__.pop(name, None)
 
     def _derived(self, name: str, key: Any, build: Callable[[], Any]) -> Any:
         """Entry ``key`` of the derived attribute ``name`` (a dict, one of
@@ -656,7 +678,7 @@ class Operator(metaclass=_OperatorMeta):
     # -------------------------------------------------------------- fitted state
     def fitted_state(self) -> dict[str, Any]:
         """Attributes set by fitting (names ending in ``_``)."""
-        return {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
+        return {k: v for k, v in vars(self).items() if _is_fitted_name(k)}
 
 
 #: merlin's other name of :class:`Operator` (``merlin.dag.BaseOperator``).
@@ -748,6 +770,7 @@ class StatOperator(Operator):
             delattr(self, name)
         self._state_names = []
         self._fitted_by_workflow = False
+        self._forget_derived()
 
     def check_is_fitted(self) -> None:
         if not self.fitted:

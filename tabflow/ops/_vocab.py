@@ -460,6 +460,7 @@ class Vocabularies(dict):
     def __init__(self, vocabularies: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         self._rebuilt: dict[str, weakref.ref] = {}
+        self._version = 0
         # Another Vocabularies gives its entries as held, not rebuilt.
         entries = vocabularies._entries() if isinstance(vocabularies, Vocabularies) else (vocabularies or {})
         for key, vocab in entries.items():
@@ -509,13 +510,41 @@ class Vocabularies(dict):
             self[key] = default
         return self[key]
 
+    # Writing: every path that sets or removes an entry goes through __setitem__ and
+    # __delitem__ (dict's own update, clear and |= would not), each counted in ``version``.
     def __setitem__(self, key: str, value: Any) -> None:
         self._rebuilt.pop(key, None)
         dict.__setitem__(self, key, value)
+        self._version += 1
 
     def __delitem__(self, key: str) -> None:
         self._rebuilt.pop(key, None)
         dict.__delitem__(self, key)
+        self._version += 1
+
+    def update(self, other: Any = (), /, **more: Any) -> None:
+        if isinstance(other, Mapping):
+            pairs = list(other.items())
+        elif hasattr(other, "keys"):  # dict.update's rule: anything with keys() is read by key
+            pairs = [(key, other[key]) for key in other.keys()]
+        else:
+            pairs = list(other)
+        for key, value in [*pairs, *more.items()]:
+            self[key] = value
+
+    def clear(self) -> None:
+        for key in list(dict.keys(self)):
+            del self[key]
+
+    def __ior__(self, other: Any) -> "Vocabularies":
+        self.update(other)
+        return self
+
+    @property
+    def version(self) -> int:
+        """How many times an entry was set or removed: what was built from the vocabularies
+        (an op's lookup tables) stands for them while this is unchanged."""
+        return self._version
 
     def copy(self) -> "Vocabularies":
         return Vocabularies(self)

@@ -9,7 +9,7 @@ import tempfile
 import threading
 import warnings
 import weakref
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import dask.utils
 import numpy as np
@@ -24,7 +24,7 @@ from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.embedding_sizes import (
     get_embedding_sizes,  # also importable from here, as in NVTabular
 )
-from tabflow.ops.operator import StatOperator
+from tabflow.ops.operator import NotFittedError, StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["Categorify", "get_embedding_sizes"]
@@ -38,7 +38,10 @@ _PRIVATE_CATEGORIES = "categories files"
 # In the same cache, (vocabulary, _DECODING) keys the vocabularies kept for decode; the other
 # entries are (vocabulary, engine name).
 _DECODING = "decode (host)"
-# Guards turning a plain ``vocabs_`` dict into Vocabularies (see Categorify._vocabularies).
+# In the same cache, the vocabularies its other entries were built from: (Vocabularies, version).
+_BUILT_FROM = "built from"
+# Guards turning a plain ``vocabs_`` dict into Vocabularies (see Categorify._vocabularies) and
+# starting the derived-table cache afresh (see Categorify._derived_from_vocabularies).
 _VOCABULARIES_LOCK = threading.Lock()
 
 
@@ -131,7 +134,9 @@ class Categorify(SchemaFromColumns, StatOperator):
         ``value_0, value_1, ...`` for a combo) and their ``count``, in index order; saved as
         parquet with the workflow. A :class:`~tabflow.ops._vocab.Vocabularies` (a dict): on
         the pandas engine a vocabulary of short strings (at most eight bytes, as ids) is held
-        as its lookup table alone and its DataFrame rebuilt, equal, when read.
+        as its lookup table alone and its DataFrame rebuilt, equal, when read. A vocabulary
+        set (``op.vocabs_["c"] = frame``, ``update``, a whole new dict) is the one the next
+        transform, decode and save use; one removed is an error naming it.
     oov_slots_, null_counts_ : dict of str to int
         OOV indices and nulls seen while fitting, per vocabulary.
     offsets_ : dict of str to int
@@ -256,8 +261,33 @@ class Categorify(SchemaFromColumns, StatOperator):
             with _VOCABULARIES_LOCK:
                 vocabs = self.vocabs_
                 if not isinstance(vocabs, _vocab.Vocabularies):
-                    vocabs = self.vocabs_ = _vocab.Vocabularies(vocabs)
+                    vocabs = _vocab.Vocabularies(vocabs)
+                    # The same vocabularies in another form: set without forgetting what
+                    # was derived from them, as setting fitted state would.
+                    object.__setattr__(self, "vocabs_", vocabs)
         return vocabs
+
+    def _vocabularies_with(self, key: str) -> _vocab.Vocabularies:
+        """The vocabularies, which hold ``key``, or an error saying it is missing and what to do."""
+        vocabs = self._vocabularies()
+        if key not in vocabs:
+            raise NotFittedError(
+                f"Categorify has no vocabulary for {key!r} (vocabs_ holds {sorted(vocabs)}): fit the workflow "
+                f"again, or set op.vocabs_[{key!r}] to a DataFrame with a 'value' column"
+            )
+        return vocabs
+
+    def _derived_from_vocabularies(self, key: Any, build: Callable[[], Any]) -> Any:
+        """Entry ``key`` of the op's derived tables (lookup tables, vocabularies kept for
+        decode, the files of ``categories``), made by ``build()`` on first use from the
+        vocabularies as they are now. Entries built before a vocabulary was set or removed
+        (``op.vocabs_["c"] = frame``, ``del op.vocabs_["c"]``) are dropped first."""
+        vocabs = self._vocabularies()
+        if not _built_from(self.__dict__.get("_tables"), vocabs):
+            with _VOCABULARIES_LOCK:
+                if not _built_from(self.__dict__.get("_tables"), vocabs):
+                    self._tables: dict[Any, Any] = {_BUILT_FROM: (vocabs, vocabs.version)}
+        return self._derived("_tables", key, build)
 
     # ----------------------------------------------------------------- helpers
     def _units(self, col_selector: ColumnSelector) -> list[_vocab.Unit]:
@@ -361,7 +391,7 @@ class Categorify(SchemaFromColumns, StatOperator):
                 tables[key] = (unique, _vocab_files.meta_table(n_oov, len(unique), None, shift=shift))
             return _vocab_files.write_vocabularies(directory, tables, {})
 
-        return dict(self._derived("_tables", _PRIVATE_CATEGORIES, write))
+        return dict(self._derived_from_vocabularies(_PRIVATE_CATEGORIES, write))
 
     def _shift(self, key: str) -> int:
         # Workflows saved before single_table existed have no offsets_.
@@ -380,7 +410,7 @@ class Categorify(SchemaFromColumns, StatOperator):
         backend = backend_for(series)
         # A vocabulary held as its table is rebuilt to decode (a tenth of a second for 4M
         # values): the op keeps the rebuilt one for the decodes that follow.
-        vocab = self._derived("_tables", (unit.key, _DECODING), lambda: self._vocabularies()[unit.key])
+        vocab = self._derived_from_vocabularies((unit.key, _DECODING), lambda: self._vocabularies_with(unit.key)[unit.key])
         offset = 2 + self.oov_slots_[unit.key]
         shift = self._shift(unit.key)
         given = series
@@ -496,7 +526,8 @@ class Categorify(SchemaFromColumns, StatOperator):
         return {key: merge(key) for key in keys}
 
     def fit_finalize(self, partial: dict[str, Any]) -> None:
-        slots, nulls, encodings, combos, observed, tables = {}, {}, {}, {}, {}, {}
+        slots, nulls, encodings, combos, observed = {}, {}, {}, {}, {}
+        tables: dict[Any, Any] = {}
         # The vocabularies sort independently, mostly in Arrow and NumPy kernels that release
         # the GIL: building them side by side uses every core for the longest serial step.
         # Each unit's merged counts leave ``partial`` as its vocabulary is built (the caller
@@ -534,7 +565,8 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.vocabs_, self.oov_slots_, self.null_counts_ = vocabs, slots, nulls
         self.encodings_, self.combo_inputs_ = encodings, combos
         self.offsets_ = _single_table_offsets(vocabs, slots) if self.single_table else {}
-        self._tables: dict[Any, Any] = tables
+        tables[_BUILT_FROM] = (vocabs, vocabs.version)
+        self._tables = tables
 
     def _finalize_unit(self, unit: _vocab.Unit, unit_counts: Any) -> tuple[Any, int, tuple[int, int, int] | None, Any]:
         """``(vocabulary, null count, (nulls, dropped, kept) or None, lookup table or None)`` of
@@ -585,10 +617,6 @@ class Categorify(SchemaFromColumns, StatOperator):
             split_out[key] = _vocab.per_column(self.split_out, unit, 1)
         assert self.out_path is not None  # fit_finalize writes only with an out_path
         _vocab_files.write_vocabularies(self.out_path, tables, split_out)
-
-    def clear(self) -> None:
-        super().clear()
-        self._tables = {}
 
     def set_storage_path(self, new_path: str | os.PathLike, copy: bool = False) -> None:
         """Point ``out_path`` at ``new_path``, first copying the vocabulary files there when
@@ -643,7 +671,7 @@ class Categorify(SchemaFromColumns, StatOperator):
         # partitions that follow: rebuilding it per partition would dominate the transform.
         # A table that holds the strings themselves becomes the vocabulary's only copy.
         def build() -> Any:
-            vocabs = self._vocabularies()
+            vocabs = self._vocabularies_with(key)
             held = vocabs.held_table(key, backend.name)
             if held is not None:
                 return held
@@ -654,7 +682,7 @@ class Categorify(SchemaFromColumns, StatOperator):
             vocabs.hold_as_table(key, vocab, table, backend)
             return table
 
-        return self._derived("_tables", (key, backend.name), build)
+        return self._derived_from_vocabularies((key, backend.name), build)
 
     # ------------------------------------------------------------------ schema
     @property
@@ -709,6 +737,12 @@ def _in_threads(function: Any, arguments: list[tuple]) -> list[Any]:
     # over cardinality_memory_limit) reach the caller's filters as in a plain loop.
     with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tabflow-vocabulary") as pool:
         return list(pool.map(lambda a: function(*a), arguments))
+
+
+def _built_from(tables: dict[Any, Any] | None, vocabs: _vocab.Vocabularies) -> bool:
+    """Whether derived ``tables`` were built from ``vocabs`` as they are now."""
+    stamp = (tables or {}).get(_BUILT_FROM)
+    return stamp is not None and stamp[0] is vocabs and stamp[1] == vocabs.version
 
 
 def _single_table_offsets(vocabs: _vocab.Vocabularies, slots: dict[str, int]) -> dict[str, int]:

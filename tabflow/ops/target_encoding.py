@@ -246,7 +246,6 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             _vocab_files.write_statistics(self.out_path, self._nvtabular_tables(statistics, fold_statistics, targets))
         self.means_, self.partitions_, self.encodings_, self.oof_encodings_ = means, partitions, encodings, oof_encodings
         self.statistics_, self.fold_statistics_ = statistics, fold_statistics
-        self._stats_files: dict[str, Any] = {}
 
     def _prior(self, target: str, total: float, count: float) -> float:
         if isinstance(self.target_mean, dict):
@@ -357,10 +356,6 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
         if self._keeps_folds:
             out[FOLD] = backend.series(folds if folds is not None else np.full(len(df), -1, np.int64), index=df.index)
         return backend.frame_from_dict(out, index=df.index)
-
-    def clear(self) -> None:
-        super().clear()
-        self._stats_files = {}
 
     @staticmethod
     def _carried_tags(input_schema: Schema, target: str) -> list[Any]:

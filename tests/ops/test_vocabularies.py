@@ -157,6 +157,75 @@ def test_vocabularies_read_as_a_dict_of_frames():
         vocabs.popitem()
 
 
+def test_every_write_to_the_vocabularies_is_counted_in_version():
+    frame = fitted_vocabulary(["b", "a"], [2, 1])
+    vocabs = Vocabularies({"c": frame})
+    assert vocabs.version == 0
+    assert vocabs.hold_as_table("c", frame, PANDAS.lookup_table(frame["value"]), PANDAS)
+    assert vocabs.version == 0  # the same vocabulary in another form
+    other = fitted_vocabulary(["z"], [1])
+    writes = [
+        lambda: vocabs.__setitem__("d", other),
+        lambda: vocabs.update({"d": frame}),
+        lambda: vocabs.update([("e", other)]),
+        lambda: vocabs.update(f=other),
+        lambda: vocabs.__ior__({"d": other}),
+        lambda: vocabs.setdefault("g", other),
+        lambda: vocabs.pop("g"),
+        lambda: vocabs.__delitem__("f"),
+        lambda: vocabs.popitem(),
+        lambda: vocabs.clear(),
+    ]
+    for write in writes:
+        before = vocabs.version
+        write()
+        assert vocabs.version > before
+    assert not vocabs
+    before = vocabs.version
+    vocabs.setdefault("c", frame)  # inserts
+    assert vocabs.version == before + 1
+    vocabs.setdefault("c", other)  # present: nothing set
+    vocabs.get("c"), list(vocabs.items()), vocabs.size("c")  # reads count nothing
+    assert vocabs.version == before + 1 and vocabs["c"] is frame
+
+
+def test_a_vocabulary_set_after_encoding_is_the_one_used(tmp_path):
+    train = _ids_frame(3000, seed=3)
+    op = ops.Categorify()
+    workflow = nvt.Workflow(["ids", "small", "urls"] >> op)
+    workflow.fit(nvt.Dataset(train, npartitions=3))
+    before = workflow.transform(nvt.Dataset(train, npartitions=2)).to_ddf().compute()
+    assert op.vocabs_.held_table("ids", "pandas") is not None
+
+    replaced = {
+        "ids": fitted_vocabulary(list(train["ids"].dropna().unique()[:5]), [5, 4, 3, 2, 1]),  # a held one replaced
+        "urls": fitted_vocabulary(["https://example.com/7", "https://example.com/3"], [2, 1]),
+    }
+    op.vocabs_["ids"] = replaced["ids"]
+    op.vocabs_.update(urls=replaced["urls"])
+    out = workflow.transform(nvt.Dataset(train, npartitions=2)).to_ddf().compute()
+    for column in ("ids", "urls"):
+        assert_same_frame(op.vocabs_[column], replaced[column])
+        assert out[column].tolist() == _expected_codes(op, train, column)
+        assert out[column].max() == 2 + len(replaced[column])
+    assert out["small"].tolist() == before["small"].tolist()
+    assert {k: v[0] for k, v in op.get_embedding_sizes(["ids", "urls"]).items()} == {"ids": 8, "urls": 5}
+    decoded = op.decode(out, "urls")
+    assert set(decoded.dropna()) == {"https://example.com/7", "https://example.com/3"}
+
+    # A whole new dict, as a user or an older script sets it: the same.
+    op.vocabs_ = {"ids": replaced["ids"], "small": op.vocabs_["small"], "urls": replaced["urls"]}
+    pd.testing.assert_frame_equal(workflow.transform(nvt.Dataset(train, npartitions=2)).to_ddf().compute(), out)
+    # What is saved is what is used.
+    workflow.save(tmp_path / "wf")
+    loaded = nvt.Workflow.load(tmp_path / "wf")
+    pd.testing.assert_frame_equal(loaded.transform(nvt.Dataset(train, npartitions=2)).to_ddf().compute(), out)
+
+    del op.vocabs_["urls"]
+    with pytest.raises(nvt.ops.NotFittedError, match=r"no vocabulary for 'urls' \(vocabs_ holds \['ids', 'small'\]\)"):
+        workflow.transform(nvt.Dataset(train, npartitions=2)).to_ddf().compute()
+
+
 def _ids_frame(n_rows, seed=0):
     rng = np.random.default_rng(seed)
     ids = pd.Series([f"{v:08x}" for v in rng.integers(0, 2**32, n_rows)], dtype="str")

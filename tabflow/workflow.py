@@ -473,7 +473,8 @@ class Workflow:
         The plan turns every op into NumPy work on the request's columns (ops with no
         kernel run their ``transform`` on a small frame) and gives exactly what the batch
         path gives; see :class:`tabflow.graph.serving.ServingPlan`. It is built again after
-        ``fit``, ``remove_inputs`` or any change of the workflow's schemas; one plan serves
+        ``fit``, ``remove_inputs``, any change of the workflow's schemas or of an op's fitted
+        state (:meth:`~tabflow.ops.Operator.state_version`); one plan serves
         any number of threads at once.
 
         Examples
@@ -498,8 +499,14 @@ class Workflow:
 
     def _current_serving_plan(self) -> ServingPlan | None:
         plan = self.__dict__.get("_serving_plan")
-        # Schemas are replaced, never changed in place, by fit, remove_inputs and load.
-        if plan is None or plan.input_schema is not self.input_schema or plan.output_schema is not self.output_schema:
+        # Schemas are replaced, never changed in place, by fit, remove_inputs and load; an
+        # op's fitted state can be set by hand.
+        if (
+            plan is None
+            or plan.input_schema is not self.input_schema
+            or plan.output_schema is not self.output_schema
+            or not plan.is_current()
+        ):
             return None
         return plan
 

@@ -516,3 +516,30 @@ def test_the_plan_follows_refits_remove_inputs_and_cleared_statistics(train):
     workflow.clear_stats()
     with pytest.raises(NotFittedError):
         workflow.transform(request)
+
+
+def test_the_plan_follows_fitted_state_set_by_hand(train):
+    workflow = nvt.Workflow(WORKFLOWS["criteo"]())
+    request = {"s": "a", "s2": "b", "i": 5, "j": 2, "f": 0.5, "f32": 0.5}
+    before = workflow.fit(train).serve(request)
+    plan = workflow.compile_serving()
+    assert plan.is_current() and workflow.compile_serving() is plan
+    categorify = next(op for op in workflow.ops if isinstance(op, ops.Categorify))
+    normalize = next(op for op in workflow.ops if isinstance(op, ops.Normalize))
+
+    # A vocabulary set in place, as in a notebook.
+    categorify.vocabs_["s"] = pd.DataFrame({"value": pd.Series(["b", "a"], dtype="str"), "count": [2, 1]})
+    assert not plan.is_current()
+    after = workflow.serve(request)
+    assert after["s"].tolist() == [4] and before["s"].tolist() != [4]
+    assert workflow.compile_serving() is not plan
+    assert_dict_matches(after, batch(workflow, request_frame(request)))
+    pd.testing.assert_frame_equal(workflow.transform(request_frame(request)), batch(workflow, request_frame(request)))
+
+    # Statistics replaced as a whole.
+    plan = workflow.compile_serving()
+    normalize.means_ = {name: mean + 1.0 for name, mean in normalize.means_.items()}
+    moved = workflow.serve(request)
+    assert workflow.compile_serving() is not plan
+    assert moved["f"][0] == pytest.approx(after["f"][0] - 1.0 / normalize.stds_["f"])
+    assert_dict_matches(moved, batch(workflow, request_frame(request)))

@@ -287,19 +287,37 @@ class Operator(metaclass=_OperatorMeta):
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
         if _is_fitted_name(name):
-            self._forget_derived()
+            self._fitted_state_changed()
 
     def __delattr__(self, name: str) -> None:
         object.__delattr__(self, name)
         if _is_fitted_name(name):
-            self._forget_derived()
+            self._fitted_state_changed()
 
-    def _forget_derived(self) -> None:
+    def _fitted_state_changed(self) -> None:
         # Derived attributes stand for the fitted state they were built from: setting it
         # (a fit, ``op.vocabs_ = ...``, ``clear()``) leaves them stale, so they go and are
-        # built again from the new state on next use.
+        # built again from the new state on next use. What others built from the state (a
+        # workflow's serving plan) sees the change in ``state_version``.
         for name in self._derived_attributes:
             self.__dict__.pop(name, None)
+        self.__dict__["_state_version"] = self.__dict__.get("_state_version", 0) + 1
+
+    def state_version(self) -> Any:
+        """A value that changes whenever the op's fitted state is set or removed, by a fit,
+        :meth:`~StatOperator.clear`, a load or by hand (``op.means_ = ...``): what was compiled
+        from the state (a workflow's serving plan) stands for it while this is unchanged.
+
+        Examples
+        --------
+        >>> from tabflow import ops
+        >>> op = ops.Normalize()
+        >>> before = op.state_version()
+        >>> op.means_ = {"x": 0.0}
+        >>> op.state_version() != before
+        True
+        """
+        return self.__dict__.get("_state_version", 0)
 
     def _derived(self, name: str, key: Any, build: Callable[[], Any]) -> Any:
         """Entry ``key`` of the derived attribute ``name`` (a dict, one of
@@ -770,7 +788,7 @@ class StatOperator(Operator):
             delattr(self, name)
         self._state_names = []
         self._fitted_by_workflow = False
-        self._forget_derived()
+        self._fitted_state_changed()
 
     def check_is_fitted(self) -> None:
         if not self.fitted:

@@ -119,6 +119,7 @@ class ServingPlan:
         self._steps: list[Callable[[list, _Request], None]] = []
         self.fallbacks: list[str] = []
         self.unsupported: str | None = None
+        self._ops: dict[int, Any] = {}
         try:
             refs = self._compile_inputs()
             produced = self._compile_node(output_node, refs, {})
@@ -127,9 +128,19 @@ class ServingPlan:
             self._output_labels = host_kernels.column_labels(self.output_schema.column_names)
         except _Unsupported as reason:
             self.unsupported = str(reason)
+        # Taken once compiled: compiling reads the state, and may put it in another form.
+        self._state_versions = [(op.state_version, op.state_version()) for op in self._ops.values()]
         # Facts about the request frames seen, by column labels: a memo, not state (any
         # thread may add one; each is built whole before it is stored).
         self._layouts: dict[tuple, _LabelLayouts] = {}
+
+    def is_current(self) -> bool:
+        """Whether every op still holds the fitted state the plan was compiled from (an op's
+        state set by hand since, ``op.vocabs_["c"] = frame``, makes the plan stale)."""
+        for version_of, version in self._state_versions:  # a loop: asked once per request
+            if version_of() != version:
+                return False
+        return True
 
     # ------------------------------------------------------------------ compiling
     def _register(self, width: int | None) -> int:
@@ -181,6 +192,7 @@ class ServingPlan:
         return produced
 
     def _compile_op(self, node: Any, inputs: dict[str, _Ref]) -> dict[str, _Ref]:
+        self._ops[id(node.op)] = node.op
         kernels = _kernels_of(node)
         if kernels is not None:
             produced = self._compile_kernels(kernels, inputs, node.input_schema)

@@ -267,6 +267,11 @@ class Categorify(SchemaFromColumns, StatOperator):
                     object.__setattr__(self, "vocabs_", vocabs)
         return vocabs
 
+    def state_version(self) -> Any:
+        # The vocabularies change in place too (``op.vocabs_["c"] = frame``).
+        vocabs = self.__dict__.get("vocabs_")
+        return super().state_version(), vocabs.version if isinstance(vocabs, _vocab.Vocabularies) else None
+
     def _vocabularies_with(self, key: str) -> _vocab.Vocabularies:
         """The vocabularies, which hold ``key``, or an error saying it is missing and what to do."""
         vocabs = self._vocabularies()
@@ -384,7 +389,8 @@ class Categorify(SchemaFromColumns, StatOperator):
                 combo = key in self.combo_inputs_
                 unit = _vocab.Unit(key, tuple(self.combo_inputs_[key]) if combo else (key,), (), combo=combo)
                 host = backend_for(vocab).to_host(vocab)
-                counted = bool(host[_vocab.COUNT].notna().all())  # user-given vocabs have no counts
+                # User-given vocabularies have no counts (NA, or no column when set by hand).
+                counted = _vocab.COUNT in host.columns and bool(host[_vocab.COUNT].notna().all())
                 n_oov, shift = self.oov_slots_[key], self._shift(key)
                 unique = _vocab_files.unique_table(unit, host, n_oov, counted, shift)
                 # How many rows fell in each range was not kept after fitting.

@@ -221,6 +221,12 @@ def test_a_vocabulary_set_after_encoding_is_the_one_used(tmp_path):
     loaded = nvt.Workflow.load(tmp_path / "wf")
     pd.testing.assert_frame_equal(loaded.transform(nvt.Dataset(train, npartitions=2)).to_ddf().compute(), out)
 
+    # Set by hand without counts, as vocabs= takes them: the categories files have no sizes.
+    op.vocabs_["small"] = pd.DataFrame({"value": pd.Series(["zz", "x"], dtype="str")})
+    unique = pd.read_parquet(op.categories["small"])
+    assert unique["small"].tolist() == ["zz", "x"] and unique.index.tolist() == [3, 4]
+    assert "small_size" not in unique.columns
+
     del op.vocabs_["urls"]
     with pytest.raises(nvt.ops.NotFittedError, match=r"no vocabulary for 'urls' \(vocabs_ holds \['ids', 'small'\]\)"):
         workflow.transform(nvt.Dataset(train, npartitions=2)).to_ddf().compute()

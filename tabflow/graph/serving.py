@@ -108,6 +108,9 @@ class ServingPlan:
         Names of the ops run by their ``transform`` on a small frame (no kernels).
     unsupported : str or None
         Why every request takes the batch path (a subgraph loop), else None.
+    list_outputs : bool
+        Whether an output column is a list column (a frame answer then holds Arrow lists,
+        which ``Workflow.transform`` hands to users as NumPy arrays).
     """
 
     def __init__(self, output_node: Any, input_schema: Schema, output_schema: Schema | None = None) -> None:
@@ -119,6 +122,7 @@ class ServingPlan:
         self._steps: list[Callable[[list, _Request], None]] = []
         self.fallbacks: list[str] = []
         self.unsupported: str | None = None
+        self.list_outputs = any(column.is_list for column in self.output_schema)
         self._ops: dict[int, Any] = {}
         try:
             refs = self._compile_inputs()

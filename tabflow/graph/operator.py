@@ -60,11 +60,6 @@ from tabflow.schema import ColumnSchema, Schema
 _DERIVED_LOCKS_GUARD = threading.Lock()
 _DERIVED_LOCKS: dict[tuple[int, str, Any], list[Any]] = {}
 
-
-def _is_fitted_name(name: str) -> bool:
-    """Whether attribute ``name`` names fitted state (``means_``), not a parameter or a private one."""
-    return name.endswith("_") and not name.startswith("_")
-
 __all__ = [
     "Operator",
     "StatOperator",
@@ -76,6 +71,12 @@ __all__ = [
     "register_construction_check",
     "register_attribute_alias",
 ]
+
+
+def _is_fitted_name(name: str) -> bool:
+    """Whether attribute ``name`` names fitted state (``means_``), not a parameter or a private one."""
+    return name.endswith("_") and not name.startswith("_")
+
 
 #: Every Operator subclass by name; Workflow.load only instantiates classes found here.
 OPERATOR_REGISTRY: dict[str, type[Operator]] = {}

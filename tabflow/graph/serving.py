@@ -140,7 +140,21 @@ class ServingPlan:
 
     def is_current(self) -> bool:
         """Whether every op still holds the fitted state the plan was compiled from (an op's
-        state set by hand since, ``op.vocabs_["c"] = frame``, makes the plan stale)."""
+        state set by hand since, ``op.vocabs_["c"] = frame``, makes the plan stale).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import tabflow as nvt
+        >>> from tabflow import ops
+        >>> normalize = ops.Normalize()
+        >>> plan = nvt.Workflow(["x"] >> normalize).fit(pd.DataFrame({"x": [1.0, 3.0]})).compile_serving()
+        >>> plan.is_current()
+        True
+        >>> normalize.means_ = {"x": 0.0}
+        >>> plan.is_current()
+        False
+        """
         for version_of, version in self._state_versions:  # a loop: asked once per request
             if version_of() != version:
                 return False

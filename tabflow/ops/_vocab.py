@@ -543,7 +543,19 @@ class Vocabularies(dict):
     @property
     def version(self) -> int:
         """How many times an entry was set or removed: what was built from the vocabularies
-        (an op's lookup tables) stands for them while this is unchanged."""
+        (an op's lookup tables) stands for them while this is unchanged.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.ops._vocab import Vocabularies
+        >>> vocabs = Vocabularies({"c": pd.DataFrame({"value": ["a"], "count": [1]})})
+        >>> before = vocabs.version
+        >>> vocabs.update(d=pd.DataFrame({"value": ["b"], "count": [2]}))
+        >>> _ = vocabs["c"], list(vocabs.items())  # reading changes nothing
+        >>> vocabs.version - before
+        1
+        """
         return self._version
 
     def copy(self) -> "Vocabularies":

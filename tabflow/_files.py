@@ -1,5 +1,5 @@
 """Writing one local file so that a reader sees either the previous file or the complete new
-one: write ``<path>.tmp-<pid>`` beside it, then rename over it.
+one: write it in a private directory beside it, then rename it over it.
 
 Directories (a saved workflow, a parquet dataset) are published by :mod:`tabflow.io.atomic`;
 this is the single-file case (``_schema.json``, a statistics JSON, one generated part).
@@ -17,6 +17,8 @@ Examples
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 
 from tabflow.exceptions import SaveError
@@ -31,11 +33,13 @@ def check_file_target(path: str) -> None:
         raise SaveError(f"{os.path.abspath(path)} is a directory; refusing to replace it with a file. Give a file name")
 
 
-def write_atomically(path: str, write: Callable[[str], object]) -> None:
+def write_atomically(path: str | os.PathLike, write: Callable[[str], object]) -> None:
     """Call ``write(temporary_path)``, then rename the result to ``path``.
 
-    The temporary file is ``<path>.tmp-<pid>`` in the same directory (a rename across file
-    systems would copy); it is removed if ``write`` fails, and ``path`` is left as it was.
+    The temporary file lies in a private directory (mode 0700) made beside ``path``, so
+    nobody else can put a link where it is written, and the rename stays on one file system;
+    the directory is removed whatever happens, and ``path`` is left as it was if ``write``
+    fails.
 
     Raises
     ------
@@ -44,12 +48,12 @@ def write_atomically(path: str, write: Callable[[str], object]) -> None:
     """
     path = os.path.abspath(os.fspath(path))
     check_file_target(path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
+    parent, name = os.path.split(path)
+    os.makedirs(parent, exist_ok=True)
+    private = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
     try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+        staged = os.path.join(private, name)
+        write(staged)
+        os.replace(staged, path)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)

@@ -34,6 +34,7 @@ import dask
 
 from tabflow.backends import backend_for, get_backend
 from tabflow.dataset import Dataset
+from tabflow.exceptions import LoadError, SaveError
 from tabflow.graph.columns import DuplicateColumnWarning, observes_dtypes
 from tabflow.graph.executor import GraphRunner, fit_partials, map_graph, map_node_inputs
 from tabflow.graph.executors import register_graph_fitter
@@ -47,6 +48,7 @@ from tabflow.graph.serving import (
     request_frame,
 )
 from tabflow.io.atomic import check_target, discard, files_under, publish, recover, temporary_directory
+from tabflow.io.fs import is_remote, local_path
 from tabflow.io.memory import keep_large_buffers_mapped
 from tabflow.io.progress import compute
 from tabflow.ops.operator import NotFittedError, Operator, StatOperator
@@ -547,7 +549,7 @@ class Workflow:
         >>> nvt.Workflow.load(d, trust_code=True).transform(pd.DataFrame({"x": [5]}))["x"].tolist()
         [10]
         """
-        path = os.path.abspath(path)
+        path = _local_directory(path, "save", SaveError)
         check_target(path, "workflow", overwrite)
         tmp = temporary_directory(path, "workflow", overwrite)
         try:
@@ -614,8 +616,12 @@ class Workflow:
         >>> nvt.Workflow.load(d).transform(pd.DataFrame({"x": [2.0]}))["x"].tolist()
         [0.0]
         """
+        path = _local_directory(path, "load", LoadError)
         if os.path.isdir(path):
-            recover(path)  # a save killed while moving its files in beside others: finish it
+            try:
+                recover(path)  # a save killed while moving its files in beside others: finish it
+            except SaveError as err:
+                raise LoadError(str(err)) from None
         saved = read_graph(path, trust_code=trust_code)
         workflow = cls(saved.output_node, client=client)
         if saved.input_schema is None:
@@ -644,6 +650,21 @@ class Workflow:
     def __repr__(self) -> str:
         ops = " -> ".join(dict.fromkeys(type(op).__name__ for op in self.ops))
         return f"Workflow({ops or 'selection only'})"
+
+
+def _local_directory(path: Any, verb: str, error: type[Exception]) -> str:
+    """``path`` as an absolute local path (``file://`` URLs taken); a URL of another
+    protocol is an ``error``: a saved workflow is a local directory."""
+    text = local_path(os.fspath(path))
+    if is_remote(text):
+        how = (
+            "save it to a local directory, then copy that directory to the store (for example fsspec's "
+            "fs.put(local_dir, url, recursive=True))" if verb == "save" else
+            "copy the directory to a local one first (for example fsspec's fs.get(url, local_dir, recursive=True)), "
+            "then load that"
+        )
+        raise error(f"Workflow.{verb} works on local directories, not {text!r}: {how}")
+    return os.path.abspath(text)
 
 
 def _is_fitted(node: Node) -> bool:

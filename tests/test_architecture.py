@@ -119,7 +119,7 @@ def test_no_import_cycles():
 
 # Layers, lowest first. A module may import its own layer and the layers below it.
 LAYERS = [
-    ("foundation", ["tabflow.exceptions", "tabflow._json", "tabflow._files", "tabflow._install"]),
+    ("foundation", ["tabflow.exceptions", "tabflow._json", "tabflow._files", "tabflow._paths", "tabflow._install"]),
     ("schema", ["tabflow.schema", "tabflow.dtypes"]),
     ("backends", ["tabflow.backends"]),
     ("table", ["tabflow.table"]),

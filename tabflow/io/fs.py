@@ -25,7 +25,7 @@ import os
 import re
 from typing import IO, Any, Iterator, Mapping
 
-__all__ = ["is_remote", "local_path", "filesystem", "open_file", "join", "parent", "basename", "remote_url"]
+__all__ = ["is_remote", "local_path", "filesystem", "open_file", "join", "parent", "basename", "remote_url", "file_version", "object_version"]
 
 # "scheme://" or an fsspec chain such as "simplecache::s3://...". One-letter schemes are
 # Windows drive letters (C://), not protocols.
@@ -104,3 +104,43 @@ def parent(path: str) -> str:
 def basename(path: str) -> str:
     """The last component of a path or URL."""
     return path.rstrip("/").rpartition("/")[2] if is_remote(path) else os.path.basename(path)
+
+
+# What an object store's info says of an object's version, in the order looked for: one of
+# them (the first present) and the size identify the bytes of an object.
+_VERSION_KEYS = ("ETag", "etag", "generation", "md5Hash", "mtime", "LastModified", "last_modified", "created")
+
+
+def object_version(info: Mapping[str, Any]) -> tuple:
+    """An object's size and version from fsspec's ``info`` of it.
+
+    Examples
+    --------
+    >>> object_version({"size": 3, "ETag": '"abc"', "LastModified": "2026-01-01"})
+    (3, '"abc"')
+    """
+    version = next((str(info[key]) for key in _VERSION_KEYS if key in info), "")
+    return info.get("size"), version
+
+
+def file_version(path: str, storage_options: Mapping[str, Any] | None = None) -> tuple:
+    """What identifies the bytes at ``path`` now: a local file's inode, size and modification
+    time (a file written anew or renamed over it differs); an object's size and version.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.bin")
+    >>> _ = open(path, "wb").write(b"1")
+    >>> before = file_version(path)
+    >>> _ = open(path + ".new", "wb").write(b"2")
+    >>> os.replace(path + ".new", path)
+    >>> file_version(path) == before
+    False
+    """
+    if is_remote(path):
+        fs, fs_path = filesystem(path, storage_options)
+        fs.invalidate_cache(fs_path)
+        return object_version(fs.info(fs_path))
+    info = os.stat(local_path(path))
+    return info.st_ino, info.st_size, info.st_mtime_ns

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tabflow._paths import check_name
 from tabflow.io import atomic, hugectr, remote_atomic
 from tabflow.io.cluster import active_client
 from tabflow.io.fs import filesystem, is_remote, local_path
@@ -100,6 +101,8 @@ def write_parquet(
         raise ValueError(f"output_files must be at least 1, got {output_files}")
     if row_group_size is not None and (isinstance(row_group_size, bool) or not isinstance(row_group_size, (int, np.integer)) or row_group_size < 1):
         raise ValueError(f"row_group_size must be a positive number of rows, got {row_group_size!r}")
+    for key in partition_on or ():
+        _check_hive_key(key)
     output = _Output(output_path, overwrite, storage_options)
     keep_large_buffers_mapped()
     nparts = ddf.npartitions
@@ -107,7 +110,7 @@ def write_parquet(
         ddf = ddf.repartition(npartitions=output_files)
         nparts = ddf.npartitions
     names = list(file_names) if file_names is not None else [f"part_{k}.parquet" for k in range(output_files)]
-    output.claim([*([] if partition_on else names), *_metadata_names(hugectr_keyset)])
+    output.claim([] if partition_on else names, _metadata_names(hugectr_keyset))
     columns = [c for c in schema.column_names if c not in (partition_on or ())]
     arrow_schema = portable_schema(backend.to_arrow(backend.empty_frame(schema.dtypes)).schema.remove_metadata())
     file_schema = pa.schema([arrow_schema.field(c) for c in columns])
@@ -180,7 +183,7 @@ def write_hugectr(
         raise ValueError(f"output_files must be at least 1, got {output_files}")
     output = _Output(output_path, overwrite, None)
     names = list(file_names) if file_names is not None else [f"{k}{hugectr.DATA_SUFFIX}" for k in range(output_files)]
-    output.claim([*names, *_metadata_names(False)])
+    output.claim(names, _metadata_names(False))
     nparts = ddf.npartitions
     order = None if partition_files is None else [i for i, f in enumerate(partition_files) if f is not None]
     rng = np.random.default_rng(seed)
@@ -540,6 +543,17 @@ def _write_hive(ddf, output, schema, backend, cast, keys, shuffle, rng, client, 
     return written
 
 
+def _check_hive_key(key: Any) -> None:
+    """A ``partition_on`` column names a directory level (``<key>=<value>``): a plain name
+    that hive readers do not skip (no leading ``.`` or ``_``) and that holds no ``=``."""
+    check_name(key, "a partition_on column's name", max_parts=1)
+    if key.startswith((".", "_")) or "=" in key:
+        raise ValueError(
+            f"partition_on column {key!r} cannot name a directory level: hive readers skip names starting with '.' "
+            "or '_', and '=' separates the column from the value. Rename the column first"
+        )
+
+
 def _hive_value(value: Any) -> str:
     # Percent-encoded as pyarrow's hive partitioning decodes it ("uri" segment encoding).
     return HIVE_NULL if value is None else urllib.parse.quote(str(value), safe="")
@@ -595,9 +609,13 @@ class _Output:
         self.remote = is_remote(path)
         self.tmp: str | None = None
         if self.remote:
-            self.url = path.rstrip("/")
-            self.fs, self.path = filesystem(self.url, storage_options)
+            if not path.rpartition("://")[2].strip("/"):
+                raise remote_atomic.root_error(path, "dataset")  # before asking for a filesystem (gs:// without gcsfs)
+            # The URL as given: stripped of its slashes first, "memory://" would read as the
+            # local path "memory:".
+            self.fs, self.path = filesystem(path, storage_options)
             self.path = self.path.rstrip("/")
+            self.url = self.fs.unstrip_protocol(self.path) if self.path else path
             remote_atomic.check_target(self.fs, self.path, "dataset", overwrite)
         else:
             self.path = os.path.abspath(path)
@@ -611,9 +629,15 @@ class _Output:
             raise RuntimeError("the output's temporary directory is made by begin(), before anything is written")
         return self.tmp
 
-    def claim(self, names: Sequence[str]) -> None:
-        """Fail before any work where a file of the output would overwrite one tabflow did
-        not write (where the output goes beside other files)."""
+    def claim(self, names: Sequence[str], metadata: Sequence[str] = ()) -> None:
+        """Fail before any work where a file name of the output (``names``, the data files,
+        and ``metadata``, the files written beside them) is not a plain relative path, where
+        a data file would take a metadata file's name, or where a file would overwrite one
+        tabflow did not write (where the output goes beside other files)."""
+        taken = sorted(set(names) & set(metadata))
+        if taken:
+            raise ValueError(f"output file name(s) {taken} are the names of the dataset's own metadata files; choose others")
+        names = [*names, *metadata]
         if self.remote:
             remote_atomic.check_target(self.fs, self.path, "dataset", self.overwrite, names)
         else:

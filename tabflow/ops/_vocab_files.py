@@ -49,12 +49,14 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import uuid
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from tabflow._paths import Directory, check_name
 from tabflow.ops._vocab import COUNT, NULL_INDEX, OOV_INDEX, PAD_INDEX, Unit
 
 __all__ = [
@@ -142,23 +144,34 @@ def copy_vocabularies(source: str | os.PathLike, target: str | os.PathLike, keys
 
 def _publish(out_path: str | os.PathLike, writers: Sequence[tuple[str, Callable[[str], object]]]) -> None:
     """Run each ``(target, write)``: ``write(staged path)``, then rename every staged file
-    into place once all are written."""
-    directory = os.path.join(os.fspath(out_path), STAT_DIR)
-    os.makedirs(directory, exist_ok=True)
-    # Staging inside the target directory keeps every rename on one file system, where a
-    # rename is atomic.
-    staging = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
-    os.mkdir(staging)
-    try:
-        moves = []
-        for target, write in writers:
-            staged = os.path.join(staging, os.path.basename(target))
-            write(staged)
-            moves.append((staged, target))
-        for staged, target in moves:
-            _move_into_place(staged, target, staging)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    into place once all are written.
+
+    The ``categories`` directory is entered without following a link (a link put there by
+    another writer of ``out_path`` would send the files elsewhere), each file is staged in
+    a private directory inside it (a rename on one file system is atomic), and each name is
+    a plain file name: a column whose name holds ``/`` cannot name a file.
+    """
+    names = []
+    for target, _ in writers:
+        name = os.path.basename(target)
+        check_name(name, f"the vocabulary file of {target!r}", ValueError, max_parts=1)
+        if os.path.join(os.fspath(out_path), STAT_DIR, name) != target:
+            raise ValueError(
+                f"cannot write {target!r} under {os.fspath(out_path)!r}/{STAT_DIR}: a column whose name holds '/' "
+                "cannot name a vocabulary file; rename the column"
+            )
+        names.append(name)
+    with Directory(out_path, create=True) as root, root.subdirectory(STAT_DIR, create=True) as directory:
+        staging_name = f".tmp-{uuid.uuid4().hex}"
+        os.mkdir(staging_name, 0o700, dir_fd=directory.fd)
+        try:
+            with directory.subdirectory(staging_name) as staging:
+                for name, (_, write) in zip(names, writers):
+                    write(os.path.join(staging.path, name))
+                for name in names:
+                    _move_into_place(directory, staging, name)
+        finally:
+            directory.remove_tree(staging_name)
 
 
 def _write_unique(table: pd.DataFrame, path: str, split_out: int) -> None:
@@ -174,9 +187,10 @@ def _write_unique(table: pd.DataFrame, path: str, split_out: int) -> None:
         table.iloc[start:stop].to_parquet(os.path.join(path, f"part.{part}.parquet"), index=None)
 
 
-def _move_into_place(staged: str, target: str, staging: str) -> None:
-    if os.path.isdir(target) or (os.path.isdir(staged) and os.path.exists(target)):
+def _move_into_place(directory: Directory, staging: Directory, name: str) -> None:
+    target, staged = directory.entry(name), staging.entry(name)
+    if target is not None and staged is not None and (stat.S_ISDIR(target.st_mode) or stat.S_ISDIR(staged.st_mode)):
         # A directory cannot replace a path in one rename: move the old one aside first;
         # the staging directory is deleted afterwards, and the old copy with it.
-        os.rename(target, os.path.join(staging, f"old-{uuid.uuid4().hex}"))
-    os.replace(staged, target)
+        staging.move_in(directory, name, f"old-{uuid.uuid4().hex}")
+    directory.move_in(staging, name)

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tabflow._json import parse_json, read_json
+from tabflow._paths import Directory, UnsafePathError, check_name
 from tabflow.backends import backend_for, get_backend
 from tabflow.exceptions import LoadError, SaveError, UntrustedCodeError
 from tabflow.serialize._code import (
@@ -258,8 +259,7 @@ def _decode_tagged(value: dict, ctx: _Context) -> Any:
     if "__sparse__" in value:
         return _decode_sparse(value, ctx)
     if "__parquet__" in value:
-        path = member_file(value["__parquet__"], ctx.directory, ctx.owner)
-        frame = get_backend("pandas").from_arrow(_read_parquet(path, ctx))
+        frame = get_backend("pandas").from_arrow(read_member_table(value["__parquet__"], ctx.directory, ctx.owner))
         if value.get("series"):
             series = frame.iloc[:, 0]
             series.name = value.get("name")
@@ -359,37 +359,30 @@ def _check_state_name(cls: type, name: Any, params: list[str], any_name: bool, o
 # --------------------------------------------------------------------------- checked parts
 
 
-def member_file(name: Any, directory: str, owner: str = "the workflow") -> str:
-    """The path of the saved file ``name``, which must be a regular file directly inside
-    ``directory`` (no separators, no ``..``, no symbolic link leading out)."""
-    if (
-        not isinstance(name, str)
-        or not name
-        or name in (".", "..")
-        or "/" in name
-        or "\\" in name
-        or "\x00" in name
-        or os.path.isabs(name)
-    ):
-        raise LoadError(f"{owner}: the saved file reference {name!r:.100} is not a plain file name inside the saved directory")
-    root = os.path.realpath(directory)
-    path = os.path.realpath(os.path.join(root, name))
-    if os.path.dirname(path) != root:
-        raise LoadError(f"{owner}: the saved file {name!r} leads outside the saved directory {directory}")
+def read_member_table(name: Any, directory: str, owner: str = "the workflow") -> pa.Table:
+    """The parquet table saved as ``name``, which must be a regular file directly inside
+    ``directory``: a plain file name (no separators, no ``..``), and not a symbolic link,
+    opened without following one, so what is read is the file inside the directory, whatever
+    is renamed meanwhile."""
+    parts = check_name(name, f"{owner}: the saved file reference", LoadError, max_parts=1)
+    location = os.path.join(directory, parts[0])
     try:
-        info = os.stat(path)
-    except OSError:
-        raise LoadError(f"{owner}: saved file {os.path.join(directory, name)} is missing; the workflow directory is incomplete") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise LoadError(f"{owner}: saved file {os.path.join(directory, name)} is not a regular file")
-    return path
-
-
-def _read_parquet(path: str, ctx: _Context) -> pa.Table:
-    try:
-        return pq.read_table(path)
-    except (OSError, pa.ArrowException) as err:
-        raise LoadError(f"{ctx.owner}: saved table {path} cannot be read: {err}") from err
+        with Directory(directory) as saved:
+            fd = saved.open(parts[0])
+    except FileNotFoundError:
+        raise LoadError(f"{owner}: saved file {location} is missing; the workflow directory is incomplete") from None
+    except UnsafePathError:
+        raise LoadError(
+            f"{owner}: the saved file {location} is a symbolic link, which may lead outside the saved directory: saved "
+            "files are read only from regular files inside it"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise LoadError(f"{owner}: saved file {location} is not a regular file")
+        try:
+            return pq.read_table(handle)
+        except (OSError, pa.ArrowException) as err:
+            raise LoadError(f"{owner}: saved table {location} cannot be read: {err}") from err
 
 
 def _safe_dtype(text: Any, ctx: _Context) -> np.dtype:
@@ -486,14 +479,13 @@ def _encode_sparse(value: Any, directory: str, key: str) -> dict:
 def _decode_sparse(value: dict, ctx: _Context) -> Any:
     import scipy.sparse as sp
 
-    path = member_file(value["__sparse__"], ctx.directory, ctx.owner)
     shape = _sequence(value.get("shape"), ctx)
     if len(shape) != 2 or not all(isinstance(n, int) and 0 <= n < 2**40 for n in shape):
         raise LoadError(f"{ctx.owner}: malformed shape of a saved sparse matrix: {shape!r:.60}")
     fmt = value.get("format", "csr")
     if fmt not in ("csr", "csc", "coo"):
         raise LoadError(f"{ctx.owner}: unknown sparse format {fmt!r:.20}")
-    table = _read_parquet(path, ctx)
+    table = read_member_table(value["__sparse__"], ctx.directory, ctx.owner)
     coo = sp.coo_matrix((table["value"].to_numpy(), (table["row"].to_numpy(), table["col"].to_numpy())), shape=tuple(shape))
     return coo.asformat(fmt)
 

@@ -33,6 +33,7 @@ from tabflow.io.readers._registry import (
     register,
 )
 from tabflow.io.readers._shared import (
+    DatasetChangedError,
     DatasetReadError,
     read_error,
     require_unique_names,
@@ -88,6 +89,7 @@ __all__ = [
     "CRITEO_CATEGORICAL",
     # errors and type unification
     "DatasetReadError",
+    "DatasetChangedError",
     "read_error",
     "require_unique_names",
     "unify_types",

@@ -15,17 +15,20 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import os
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from tabflow.io.atomic import owned_files
+from tabflow.exceptions import SaveError
+from tabflow.io.atomic import output_state, owned_files
 from tabflow.io.fs import basename, filesystem, is_remote, local_path, remote_url
 from tabflow.io.readers._schema_files import is_schema_file, schema_next_to
-from tabflow.io.readers._shared import DatasetReadError
+from tabflow.io.readers._shared import DatasetChangedError, DatasetReadError
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.io.readers.frame import read_frame
+from tabflow.io.remote_atomic import output_state as remote_output_state
 from tabflow.io.remote_atomic import owned_files as remote_owned_files
 
 __all__ = ["Format", "register", "format_for", "guess_format", "expand_paths", "open_source", "read_files"]
@@ -121,11 +124,39 @@ def read_files(source: str | os.PathLike | Sequence[str], engine: str | None, op
     files when the reader found none of its own.
     """
     chosen = format_for(engine) if engine else None
-    paths = expand_paths(source, engine or DEFAULT_FORMAT, options.storage_options)
-    chosen = chosen or guess_format(paths[0])
-    found = chosen.read(paths, options)
-    schema = found.schema if found.schema is not None else schema_next_to(paths, options.storage_options)
-    return dataclasses.replace(found, paths=tuple(paths), format=chosen.name, schema=schema)
+    directories = _output_directories(source, options.storage_options)
+    for _ in range(_READ_ATTEMPTS):
+        before = [state() for state in directories]
+        paths = expand_paths(source, engine or DEFAULT_FORMAT, options.storage_options)
+        chosen = chosen or guess_format(paths[0])
+        found = chosen.read(paths, options)
+        schema = found.schema if found.schema is not None else schema_next_to(paths, options.storage_options)
+        if [state() for state in directories] == before:
+            return dataclasses.replace(found, paths=tuple(paths), format=chosen.name, schema=schema)
+    raise DatasetChangedError(
+        f"{source!r} was written again each of the {_READ_ATTEMPTS} times it was opened (a tabflow writer published "
+        "into it while its files were listed and planned); open it again once that writer has finished"
+    )
+
+
+# A dataset published into while it is planned is planned again, this many times in all.
+_READ_ATTEMPTS = 3
+
+
+def _output_directories(source: Any, storage_options: Mapping[str, Any] | None) -> list[Callable[[], Any]]:
+    """For each directory among ``source``, a function giving what changes when a dataset is
+    published into it (:func:`tabflow.io.atomic.output_state`): the same before and after
+    listing and planning means that one output was read."""
+    states: list[Callable[[], Any]] = []
+    for item in [source] if isinstance(source, (str, os.PathLike)) else list(source):
+        item = local_path(os.fspath(item))
+        if is_remote(item):
+            if not any(ch in item for ch in "*?["):
+                fs, root = filesystem(item, storage_options)
+                states.append(functools.partial(remote_output_state, fs, root, "dataset"))
+        elif os.path.isdir(item):
+            states.append(functools.partial(output_state, item, "dataset"))
+    return states
 
 
 def _natural_key(path: str) -> list:
@@ -150,7 +181,7 @@ def expand_paths(source: str | os.PathLike | Sequence[str], engine: str, storage
         if is_remote(item):
             files.extend(_expand_remote(item, engine, registered, storage_options))
         elif os.path.isdir(item):
-            written = owned_files(item, "dataset") or []
+            written = _owned(owned_files, item) or []
             found = [os.path.join(item, *name.split("/")) for name in _dataset_files(written, registered)]
             if not found:
                 own = {os.path.join(item, *name.split("/")) for name in written}
@@ -173,6 +204,15 @@ def expand_paths(source: str | os.PathLike | Sequence[str], engine: str, storage
         else:
             raise DatasetReadError(f"file {item!r} does not exist")
     return files
+
+
+def _owned(owned: Callable[..., Any], *where: Any) -> list[str] | None:
+    """The files of the dataset tabflow wrote in a directory; a manifest or an unfinished
+    publication tabflow cannot act on is a :class:`DatasetReadError` saying what to do."""
+    try:
+        return owned(*where, "dataset")
+    except SaveError as err:
+        raise DatasetReadError(str(err)) from None
 
 
 def _dataset_files(written: Sequence[str], registered: Format | None) -> list[str]:
@@ -220,7 +260,7 @@ def _expand_remote(url: str, engine: str, registered: Format | None, storage_opt
                 raise DatasetReadError(f"no file matches {url!r}")
             return [remote_url(fs, p) for p in found]
         if fs.isdir(root):
-            written = remote_owned_files(fs, root, "dataset") or []
+            written = _owned(remote_owned_files, fs, root) or []
             own = [f"{root.rstrip('/')}/{name}" for name in _dataset_files(written, registered)]
             if own:
                 return [remote_url(fs, p) for p in own]

@@ -19,11 +19,52 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-__all__ = ["DatasetReadError", "read_error", "require_unique_names", "unify_types", "TypePlan"]
+__all__ = ["DatasetReadError", "DatasetChangedError", "check_unchanged", "read_error", "require_unique_names", "unify_types", "TypePlan"]
 
 
 class DatasetReadError(OSError):
     """A dataset file that is missing, unreadable, or inconsistent with the others."""
+
+
+class DatasetChangedError(DatasetReadError):
+    """A dataset's file was replaced or changed after the dataset was opened (another
+    writer published into it meanwhile): reading on would mix two versions of the data."""
+
+
+def check_unchanged(path: str, pinned: Any, storage_options: Any = None) -> None:
+    """Raise :class:`DatasetChangedError` unless the file at ``path`` is still the one whose
+    :func:`tabflow.io.fs.file_version` was ``pinned`` when the dataset was opened (None:
+    nothing pinned).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from tabflow.io.fs import file_version
+    >>> path = os.path.join(tempfile.mkdtemp(), "part_0.parquet")
+    >>> _ = open(path, "wb").write(b"old")
+    >>> pinned = file_version(path)
+    >>> check_unchanged(path, pinned)
+    >>> _ = open(path + ".new", "wb").write(b"new")
+    >>> os.replace(path + ".new", path)
+    >>> check_unchanged(path, pinned)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabflow.io.readers._shared.DatasetChangedError: '...part_0.parquet' changed after the dataset was opened ...
+    """
+    if pinned is None:
+        return
+    from tabflow.io.fs import file_version
+
+    try:
+        now = file_version(path, storage_options)
+    except FileNotFoundError:
+        now = None
+    if now != tuple(pinned):
+        raise DatasetChangedError(
+            f"{path!r} changed after the dataset was opened (it was written again, or removed, while the dataset was "
+            "being read): reading on would mix the old and the new data. Open the dataset again (Dataset(path)) "
+            "once the writer has finished"
+        )
 
 
 def read_error(kind: str, path: str, err: BaseException, row_group: int | None = None, unit: str = "row group") -> DatasetReadError:

@@ -24,11 +24,12 @@ from typing import Any, Mapping, Sequence
 
 from tabflow.backends import get_backend
 from tabflow.backends.kernels import open_parquet
-from tabflow.io.fs import is_remote, open_file
+from tabflow.io.fs import file_version, is_remote, open_file
 from tabflow.io.memory import release_freed_memory
 from tabflow.io.readers._shared import (
     DatasetReadError,
     TypePlan,
+    check_unchanged,
     read_error,
     require_unique_names,
 )
@@ -67,8 +68,8 @@ def read_parquet(paths: Sequence[str], options: ReadOptions) -> Source:
     )
 
 
-def _piece_files(pieces: Sequence[tuple[str, Any]]) -> list[str]:
-    return [path for path, _ in pieces]
+def _piece_files(pieces: Sequence[tuple]) -> list[str]:
+    return [piece[0] for piece in pieces]
 
 
 class ParquetPartReader:
@@ -109,16 +110,25 @@ class ParquetPartReader:
             filters=self.filters, hive=self.hive, dictionary_strings=columns,
         )
 
-    def __call__(self, piece: tuple[str, tuple[int, ...]]) -> Any:
-        path, row_groups = piece
+    def __call__(self, piece: tuple) -> Any:
+        """Partition ``piece``: ``(file, row groups, version)``, the version being the file's
+        :func:`~tabflow.io.fs.file_version` when the dataset was planned (or None). The file
+        must still be that one before and after it is read, so a dataset replaced while it is
+        read fails with :class:`DatasetChangedError` instead of mixing two versions."""
+        path, row_groups = piece[0], piece[1]
+        pinned = piece[2] if len(piece) > 2 else None
         backend = get_backend(self.engine)
         release_freed_memory()  # what the previous partition freed, before this one is read
+        check_unchanged(path, pinned, self.storage_options)
         try:
-            return self._read(backend, path, list(row_groups))
+            frame = self._read(backend, path, list(row_groups))
         except (DatasetReadError, MemoryError, ImportError):  # an engine that cannot load is not a bad file
             raise
         except Exception as err:  # noqa: BLE001 - pyarrow and cuDF raise many types for bad files
+            check_unchanged(path, pinned, self.storage_options)  # a file replaced meanwhile is not a bad file
             raise read_error("parquet", path, err, self._failing_row_group(backend, path, row_groups)) from err
+        check_unchanged(path, pinned, self.storage_options)
+        return frame
 
     def _read(self, backend: Any, path: str, row_groups: list[int]) -> Any:
         if self.filters is None and self.hive is None and not is_remote(path):
@@ -244,7 +254,7 @@ def plan_parquet(
     files: Sequence[str], part_size: int, backend: Any, fixed: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None, row_groups_per_part: int | None = None,
 ) -> tuple[list, dict[str, str], list[int]]:
-    """Partitions (file, row groups), the dataset-wide dtypes and each partition's row count.
+    """Partitions (file, row groups, file version), the dataset-wide dtypes and each partition's row count.
 
     Only footers are read (plus a small sample of one row group when string columns make
     the in-memory size unknown). ``fixed`` names columns whose dtype the caller sets: files
@@ -255,7 +265,7 @@ def plan_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pieces: list[tuple[str, tuple[int, ...]]] = []
+    pieces: list[tuple[str, tuple[int, ...], tuple | None]] = []
     piece_rows: list[int] = []
     reference = None
     null_counts: dict[str, int] = {}
@@ -265,11 +275,12 @@ def plan_parquet(
     for index, path in enumerate(files):
         try:
             if footers is None:
+                version = file_version(path)
                 metadata = pq.read_metadata(path)
             elif isinstance(footers[index], BaseException):
                 raise footers[index]
             else:
-                metadata = footers[index]
+                version, metadata = footers[index]
         except Exception as err:  # noqa: BLE001 - pyarrow raises several types for bad files
             raise DatasetReadError(
                 f"cannot read parquet file {path!r} ({err}); check that it is a complete parquet file "
@@ -314,14 +325,14 @@ def plan_parquet(
             # group still makes one partition: row groups are never split).
             full = len(group) >= row_groups_per_part if row_groups_per_part else group_bytes + row_group_bytes > part_size
             if group and full:
-                pieces.append((path, tuple(group)))
+                pieces.append((path, tuple(group), version))
                 piece_rows.append(group_rows)
                 group, group_bytes, group_rows = [], 0.0, 0
             group.append(rg)
             group_bytes += row_group_bytes
             group_rows += row_group.num_rows
         if group or metadata.num_row_groups == 0:
-            pieces.append((path, tuple(group)))
+            pieces.append((path, tuple(group), version))
             piece_rows.append(group_rows)
     dtypes = {name: arrow_canonical_dtype(plan.types[name], null_counts[name] > 0) for name in reference or []}
     return pieces, dtypes, piece_rows
@@ -332,8 +343,9 @@ _FOOTER_THREADS = 8
 
 
 def _prefetch_footers(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> list | None:
-    """Each URL's footer (or the error reading it), fetched concurrently: one round trip per
-    file to an object store adds up, a local read does not (None: read them in the loop)."""
+    """Each URL's version and footer (or the error reading them), fetched concurrently: one
+    round trip per file to an object store adds up, a local read does not (None: read them
+    in the loop)."""
     if not any(is_remote(path) for path in files):
         return None
     from concurrent.futures import ThreadPoolExecutor
@@ -342,8 +354,9 @@ def _prefetch_footers(files: Sequence[str], storage_options: Mapping[str, Any] |
 
     def footer(path: str) -> Any:
         try:
+            version = file_version(path, storage_options)
             with open_file(path, storage_options) as handle:
-                return pq.read_metadata(handle)
+                return version, pq.read_metadata(handle)
         except Exception as err:  # noqa: BLE001 - reported by the planning loop, naming the file
             return err
 

@@ -33,6 +33,6 @@ from __future__ import annotations
 from tabflow.compat import legacy_fit, numba_cuda, op_arguments, tf_metadata
 from tabflow.compat.tensorflow_metadata import TensorflowMetadata
 
-numba_cuda.install()
+numba_cuda.expose_numba_cuda()
 
 __all__ = ["TensorflowMetadata", "legacy_fit", "numba_cuda", "op_arguments", "tf_metadata"]

@@ -8,7 +8,7 @@ cluster so). Plain ``import numba`` does not import ``numba.cuda``, so with tabf
 merlin's place those scripts failed with ``module 'numba' has no attribute 'cuda'``.
 
 tabflow does not import numba when it is imported (numba and ``numba.cuda`` take about a
-fifth of a second, a sixth of ``import tabflow``). Instead, :func:`install` gives the
+fifth of a second, a sixth of ``import tabflow``). Instead, :func:`expose_numba_cuda` gives the
 ``numba`` module a module ``__getattr__`` (PEP 562) that imports ``numba.cuda`` the first
 time ``numba.cuda`` is read and is never called again once the submodule is there. Where numba
 is already imported, it is given at once; otherwise a finder at the front of
@@ -35,13 +35,13 @@ import sys
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
-__all__ = ["install"]
+__all__ = ["expose_numba_cuda"]
 
 _PACKAGE = "numba"
 _SUBMODULE = "cuda"
 
 
-def install() -> None:
+def expose_numba_cuda() -> None:
     """Make ``numba.cuda`` an attribute of ``numba`` on first read (see the module's text):
     at once where numba is imported, else when it is."""
     module = sys.modules.get(_PACKAGE)

@@ -67,7 +67,10 @@ def _check_ready(nodes: list[Node], who: str) -> None:
                     "(or fit it) first"
                 )
             if isinstance(upstream.op, StatOperator) and not upstream.op.fitted:
-                raise NotFittedError(f"{who}: {type(upstream.op).__name__} must be fitted before the graph transforms data")
+                raise NotFittedError(
+                    f"{who}: graphs containing {type(upstream.op).__name__} must be fitted before attempting to use them "
+                    "to transform data: fit the graph first (DaskExecutor().fit(dataset, graph), or Workflow.fit)"
+                )
 
 
 def _output_names(nodes: list[Node], additional_columns: Any) -> list[str]:

@@ -675,8 +675,8 @@ class Operator(metaclass=_OperatorMeta):
         missing = [name for name in selector.names if name not in schema]
         if missing:
             raise ValueError(
-                f"{type(self).__name__}.{method_name}: column(s) {missing} are not among the op's input columns "
-                f"{schema.column_names}"
+                f"Missing column(s) {missing} at the input to {type(self).__name__}.{method_name}: the op's input "
+                f"columns are {schema.column_names}"
             )
 
     @property

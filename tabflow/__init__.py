@@ -24,7 +24,7 @@ from tabflow.schema import ColumnSchema, Schema
 from tabflow.selector import ColumnGroup, ColumnSelector, Node
 from tabflow.serialize import register_function
 from tabflow.utils import Distributed, Serial
-from tabflow.workflow import DuplicateColumnWarning, Workflow
+from tabflow.workflow import Workflow
 
 __version__ = "0.1.0"
 
@@ -38,7 +38,6 @@ WorkflowNode = Node
 __all__ = [
     "Dataset",
     "Workflow",
-    "DuplicateColumnWarning",
     "ColumnSelector",
     "ColumnGroup",
     "Node",

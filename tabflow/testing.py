@@ -1,4 +1,5 @@
-"""Testing helpers for code built on tabflow: engine-agnostic frame comparison.
+"""Testing helpers for code built on tabflow: engine-agnostic frame comparison, and
+merlin.testing's ``assert_transformable_equal`` for frames and tensor tables.
 
 Examples
 --------
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["assert_frame_equal"]
+__all__ = ["assert_frame_equal", "assert_transformable_equal"]
 
 
 def assert_frame_equal(left: Any, right: Any, **kwargs: Any) -> None:
@@ -101,3 +102,31 @@ def _recast_like(frame: Any, model: Any, differs: Any) -> Any:
     for position, dtype in recast.items():
         frame.isetitem(position, frame.iloc[:, position].astype(dtype))
     return frame
+
+
+def assert_transformable_equal(left: Any, right: Any) -> None:
+    """Assert two frames, or two tensor tables (:class:`~tabflow.table.TensorTable`), hold the same data
+    (``merlin.testing.assert_transformable_equal``): frames as :func:`assert_frame_equal`
+    compares them, tables as the frames of their columns on the host.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from tabflow.table import TensorTable
+    >>> from tabflow.testing import assert_transformable_equal
+    >>> assert_transformable_equal(pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [1]}))
+    >>> assert_transformable_equal(TensorTable({"a": np.array([1, 2])}), TensorTable({"a": np.array([1, 3])}))
+    Traceback (most recent call last):
+    ...
+    AssertionError: DataFrame.iloc[:, 0] (column name="a") are different
+    ...
+    """
+    from tabflow.table import TensorTable
+
+    tables = [isinstance(side, TensorTable) for side in (left, right)]
+    if any(tables) and not all(tables):
+        raise AssertionError(f"a TensorTable and a {type(right if tables[0] else left).__name__} are not equal")
+    if all(tables):
+        left, right = left.cpu().to_df(), right.cpu().to_df()
+    assert_frame_equal(left, right)

@@ -35,7 +35,7 @@ import dask
 from tabflow.backends import backend_for, get_backend
 from tabflow.dataset import Dataset
 from tabflow.exceptions import LoadError, SaveError
-from tabflow.graph.columns import DuplicateColumnWarning, observes_dtypes
+from tabflow.graph.columns import observes_dtypes
 from tabflow.graph.executor import GraphRunner, fit_partials, map_graph, map_node_inputs
 from tabflow.graph.executors import register_graph_fitter
 from tabflow.graph.graph import Graph
@@ -56,7 +56,7 @@ from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
 from tabflow.serialize.workflow_file import read_graph, write_graph
 
-__all__ = ["Workflow", "WorkflowNode", "DuplicateColumnWarning"]
+__all__ = ["Workflow", "WorkflowNode"]
 
 #: NVTabular's name of :class:`tabflow.graph.Node` (``nvtabular.workflow.WorkflowNode``).
 WorkflowNode = Node

@@ -193,6 +193,34 @@ def test_distributed_starts_and_closes_a_local_cluster_without_a_client(data_dir
             nvt.Distributed(cluster_type="cuda", force_new=True)
 
 
+def test_asking_for_a_cluster_beside_an_active_client_warns_that_none_is_started(monkeypatch):
+    # merlin's Distributed and set_dask_client warn so; the running client does the work.
+    import warnings
+
+    from tabflow.io import cluster as cluster_module
+    from tabflow.io.cluster import active_client, set_dask_client
+
+    with distributed.Client(processes=False, n_workers=1, dashboard_address=":0", set_as_default=False) as client:
+        set_dask_client(client)
+        try:
+            with pytest.warns(UserWarning, match=r"no new cpu cluster is started and its options \{'n_workers': 3\}"):
+                with nvt.Distributed(cluster_type="cpu", n_workers=3) as block:
+                    assert block.client is client and active_client() is client
+            with monkeypatch.context() as patched, pytest.warns(UserWarning, match="pass force_new=True"):
+                patched.setattr(cluster_module, "active_client", lambda: client)  # "auto" finds this client
+                assert set_dask_client("auto", new_cluster="cpu") is client
+            set_dask_client(client)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                with nvt.Distributed() as block:  # asking for nothing: the running client, quietly
+                    assert block.client is client
+                with nvt.Distributed(client=client):
+                    pass
+            assert active_client() is client
+        finally:
+            set_dask_client(None)
+
+
 def test_compute_with_a_scheduler_runs_there_even_with_a_client(cluster):
     # merlin's Dataset.compute(**kwargs) is dask's: NVTabular's tests call
     # transform(ds).compute(scheduler="synchronous") with a client active.

@@ -136,6 +136,124 @@ def test_readme_history_lives_in_the_changelog():
         assert figure not in _read("README.md")
 
 
+# ----------------------------------------------------------------------------- migration guide
+#: Rows of the migration guide's imports table that describe behaviour, not a name to import
+#: (by the start of their NVTabular cell).
+BEHAVIOUR_ROWS = ("`node.graph`", "`Workflow.save/load`", "`schema.pbtxt`", "ops called with positional", "fitted statistics",
+                  "serving a workflow", "`dataset.to_hugectr")
+
+
+def _imports_table() -> list[tuple[str, str]]:
+    """The rows of docs/migrating.md's imports table: (NVTabular cell, tabflow cell)."""
+    section = _read(os.path.join("docs", "migrating.md")).split("\n## Imports\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
+    cells = [[cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows[1:]]
+    assert all(len(row) == 2 for row in cells), [row for row in cells if len(row) != 2]
+    return [(left, right) for left, right in cells]
+
+
+def _spans(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def _from_import_names(cell: str) -> list[str]:
+    names = []
+    for span in _spans(cell):
+        found = re.fullmatch(r"from [\w.]+ import (.+)", span)
+        if found:
+            names += [name.strip() for name in found.group(1).split(",") if name.strip() != "..."]
+    return names
+
+
+def _dotted(span: str, packages: tuple[str, ...]) -> str | None:
+    """``span`` as a dotted name under one of ``packages`` (``nvt.`` meaning ``tabflow.``)."""
+    found = re.fullmatch(r"@?((?:%s)(?:\.\w+)*)" % "|".join(packages), span)
+    return found.group(1) if found else None
+
+
+def import_targets(left: str, right: str) -> list[tuple[str, str | None]]:
+    """What a row of the imports table tells a script to import: ``(module, name)`` pairs
+    (``name`` None for a module, or a dotted attribute path).
+
+    The tabflow cell's ``import`` and ``from ... import`` statements (``...`` meaning the names
+    the NVTabular cell imports) and dotted names under ``tabflow``/``nvt``; where it says
+    "same" and names nothing, or "same paths under", also the NVTabular cell's names with
+    ``nvtabular``/``nvt`` read as ``tabflow``.
+    """
+    targets = _targets(right, left)
+    if "same" in right and (not targets or re.search(r"same (module )?paths under", right)):
+        targets += _targets(re.sub(r"\bnvtabular\b", "tabflow", left), left)
+    return targets
+
+
+def _targets(cell: str, left: str) -> list[tuple[str, str | None]]:
+    targets: list[tuple[str, str | None]] = []
+    packages = ("tabflow", "nvt")
+    for span in _spans(cell):
+        if span.startswith("import "):
+            targets.append((span.split()[1], None))
+        elif span.startswith("from "):
+            module, _, names = span[len("from "):].partition(" import ")
+            listed = [name.strip() for name in names.split(",")]
+            if "..." in listed:
+                listed = [name for name in listed if name != "..."] + _from_import_names(left)
+            targets += [(module, name) for name in listed]
+        elif (dotted := _dotted(span, packages)) is not None:
+            targets.append((re.sub(r"^nvt\b", "tabflow", dotted), ""))
+    return targets
+
+
+def _resolve(module: str, name: str | None) -> object:
+    if name is None:
+        return importlib.import_module(module)
+    if name == "":  # a dotted path: the longest importable module, then attributes
+        parts = module.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attribute in parts[cut:]:
+                obj = getattr(obj, attribute)
+            return obj
+        raise ImportError(module)
+    return getattr(importlib.import_module(module), name)
+
+
+IMPORT_ROWS = _imports_table()
+
+
+@pytest.mark.parametrize("left, right", IMPORT_ROWS, ids=[left[:60] for left, _ in IMPORT_ROWS])
+def test_every_target_of_the_migration_imports_table_imports(left, right):
+    targets = import_targets(left, right)
+    assert targets or left.startswith(BEHAVIOUR_ROWS), (
+        f"no import in the tabflow cell of the row {left!r}: write it as `from tabflow... import ...`"
+    )
+    if any(module.startswith(("tabflow.loader.torch", "tabflow.framework_utils")) for module, _ in targets):
+        pytest.importorskip("torch")
+    failed = []
+    for module, name in targets:
+        try:
+            _resolve(module, name)
+        except (ImportError, AttributeError) as err:
+            failed.append(f"{module} {name or ''}: {err}")
+    assert not failed, f"row {left!r} names what does not import: {failed}"
+
+
+def test_the_imports_table_reader_finds_each_form():
+    assert import_targets("`from merlin.dag.ops import UDF` / `from merlin.dag.ops.subgraph import Subgraph`",
+                          "`from tabflow.graph.ops import ...`") == [("tabflow.graph.ops", "UDF"), ("tabflow.graph.ops", "Subgraph")]
+    assert import_targets("`nvt.ColumnGroup`", "same names") == [("tabflow.ColumnGroup", "")]
+    assert import_targets("`nvtabular.ops.fill.FillMissing`", "same paths under `tabflow.ops`") == [
+        ("tabflow.ops", ""), ("tabflow.ops.fill.FillMissing", "")
+    ]
+    assert import_targets("x", "`import tabflow.dtypes as md` (`md.int32`)") == [("tabflow.dtypes", None)]
+    assert import_targets("x", "`tabflow.ops.Subgraph`, same methods") == [("tabflow.ops.Subgraph", "")]
+    with pytest.raises(AttributeError):
+        _resolve("tabflow.ops.Subgraph", "")
+    assert len(IMPORT_ROWS) > 30
+
+
 # ----------------------------------------------------------------------------- examples
 PYTHON_BLOCKS = [(page, k) for page in RUNNABLE_PAGES for k in range(len(_blocks(page, "python")))]
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
+
 import pandas as pd
 import pytest
 
@@ -11,7 +12,6 @@ from tabflow import ColumnGroup, ColumnSelector, ops
 from tabflow.ops import Operator
 from tabflow.schema import Tags
 from tabflow.selector import as_node
-from tabflow.workflow import DuplicateColumnWarning
 
 
 class Recorder(Operator):
@@ -108,28 +108,67 @@ def test_same_column_twice_is_fine_when_it_is_the_same(frame):
 
 
 @pytest.mark.parametrize(
-    "graph",
+    ("graph", "expected"),
     [
-        lambda: (["a"] >> ops.Clip(min_value=0)) + ["a"],  # same dtype, different values
-        lambda: (["a"] >> Recorder()) + (["a"] >> Recorder()),
-        lambda: ["a"] >> ops.Normalize() >> AddDependency("a"),
+        # merlin 23.08's test_concat_prefers_rhs_with_seen_root_output and its two siblings:
+        # the right operand's column wins, whether it is a root column the left one also
+        # read or one it did not.
+        (lambda: (["a", "b"] >> Recorder()) + ["a"], {"b": [11, 21], "a": [1, 2]}),
+        (lambda: (["a"] >> Recorder()) + ["b"], {"a": [2, 3], "b": [10, 20]}),
+        (lambda: (["a"] >> Recorder()) + ["a", "b"], {"a": [1, 2], "b": [10, 20]}),
+        (lambda: ["a", "b"] + (["a"] >> Recorder()), {"b": [10, 20], "a": [2, 3]}),
+        # Three operands: the last one that gives the column.
+        (lambda: (["a"] >> Recorder()) + ["a"] + (["a"] >> Recorder() >> Recorder()), {"a": [3, 4]}),
+        # An op whose dependency brings a column of a parent's name reads the dependency's.
+        (lambda: ["a"] >> Recorder() >> AddDependency("a"), {"a": [2, 4]}),
     ],
 )
-def test_duplicate_columns_with_different_definitions_keep_the_first(frame, graph):
-    with pytest.warns(DuplicateColumnWarning, match="'a' is produced twice.*the first, by .*, is kept"):
-        nvt.Workflow(graph()).fit(frame)
+def test_a_column_several_operands_give_is_the_last_ones_as_in_merlin(frame, graph, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # merlin merges without a warning, and so does tabflow
+        out = nvt.Workflow(graph()).fit_transform(frame)
+    assert out.to_dict("list") == expected  # column order too: merlin's Schema.__add__ order
 
 
-def test_first_of_two_definitions_wins_as_in_nvtabular(frame):
-    # MovieLens-style: encoded ids + a join that brings the raw id back along with a feature.
-    clipped = ["a"] >> ops.Clip(min_value=0, max_value=1)
-    with pytest.warns(DuplicateColumnWarning):
-        out = nvt.Workflow(clipped + ["a", "b"]).fit_transform(frame)
-    assert out.columns.tolist() == ["a", "b"]
-    np.testing.assert_array_equal(out["a"].to_numpy(), frame["a"].clip(0, 1).to_numpy())
-    with pytest.warns(DuplicateColumnWarning):
-        out = nvt.Workflow(["a", "b"] + clipped).fit_transform(frame)
-    np.testing.assert_array_equal(out["a"].to_numpy(), frame["a"].to_numpy())
+def test_a_column_several_operands_give_merges_their_schemas_as_in_merlin(frame):
+    # merlin's ColumnSchema merge: the later operand's dtype and shape, both operands' tags
+    # (a contradicted tag dropped) and properties (the later one's value for a shared key).
+    left = ["a"] >> ops.AddMetadata(tags=[Tags.CATEGORICAL, Tags.USER], properties={"p": 1, "shared": "left"})
+    right = ["a"] >> ops.LambdaOp(lambda col: col * 0.5, dtype="float32") >> ops.AddMetadata(
+        tags=[Tags.CONTINUOUS, Tags.TARGET], properties={"q": 2, "shared": "right"}
+    )
+    workflow = nvt.Workflow(left + right)
+    out = workflow.fit_transform(frame)
+    column = workflow.output_schema["a"]
+    assert column.dtype == "float32" and out["a"].tolist() == [0.5, 1.0]
+    assert column.tags == {Tags.CONTINUOUS, Tags.USER, Tags.TARGET}
+    assert column.properties == {"p": 1, "q": 2, "shared": "right"}
+    # The other way round, the categorical scalar wins.
+    flipped = nvt.Workflow(right + left)
+    out = flipped.fit_transform(frame)
+    assert flipped.output_schema["a"].dtype == "int64" and out["a"].tolist() == [1, 2]
+    assert flipped.output_schema["a"].tags == {Tags.CATEGORICAL, Tags.USER, Tags.TARGET}
+
+
+def test_a_column_retagged_in_a_later_operand_has_both_operands_tags(frame):
+    cat = ["a", "b"] >> ops.Categorify()
+    workflow = nvt.Workflow(cat + (cat["a"] >> ops.TagAsItemID()))
+    out = workflow.fit_transform(frame)
+    assert workflow.output_schema["a"].tags == {Tags.CATEGORICAL, Tags.ITEM, Tags.ID}
+    assert workflow.output_schema["b"].tags == {Tags.CATEGORICAL}
+    assert workflow.output_schema["a"].properties == nvt.Workflow(cat).fit(frame).output_schema["a"].properties
+    assert out.columns.tolist() == ["b", "a"] and out["a"].tolist() == [3, 4]
+
+
+def test_a_list_column_merged_with_a_fitted_value_count_keeps_it(frame):
+    # MovieLens-style: encoded genres + (the same genres >> ValueCount()) carry the counts.
+    lists = pd.DataFrame({"genres": [["x", "y"], ["y"], ["x", "z", "y"]]})
+    encoded = ["genres"] >> ops.Categorify()
+    workflow = nvt.Workflow(encoded + (encoded["genres"] >> ops.ValueCount() >> ops.TagAsItemFeatures()))
+    workflow.fit(lists)
+    genres = workflow.output_schema["genres"]
+    assert genres.is_list and genres.is_ragged and dict(genres.value_count) == {"min": 1, "max": 3}
+    assert {Tags.CATEGORICAL, Tags.ITEM} <= set(genres.tags)
 
 
 def test_missing_column_names_it_and_the_available_ones(frame):

@@ -369,13 +369,19 @@ def test_dict_answers_have_pinned_dtypes(train):
     assert codes["s2"].tolist()[0] == codes["s2"].tolist()[2] and codes["s"].tolist()[:2] == [1, 2]
 
 
-def test_a_column_two_branches_produce_is_the_first_one_as_in_the_batch_path(train):
-    with pytest.warns(nvt.DuplicateColumnWarning):
-        workflow = nvt.Workflow((["f"] >> ops.Clip(min_value=0)) + ["f", "s"] + (["s"] >> ops.Categorify())).fit(train)
+def test_a_column_two_branches_produce_is_the_last_one_as_in_the_batch_path(train):
+    clipped = ["f"] >> ops.Clip(min_value=0)
+    workflow = nvt.Workflow(clipped + ["f", "s"] + (["s"] >> ops.Categorify()) + (clipped >> ops.Rename(postfix="_c"))).fit(train)
     request = make_frame(np.random.default_rng(12), 3)
+    request["f"] = [-1.0, 2.0, float("nan")]
     out = workflow.transform(request)
     assert_identical(out, batch(workflow, request))
-    assert (out["f"].dropna() >= 0).all() and out["s"].dtype == STRING
+    assert out["f"].tolist()[0] == -1.0 and out["f_c"].tolist()[0] == 0.0 and out["s"].dtype == "int64"
+    # An op whose dependency gives a column its parent gives reads the dependency's.
+    workflow = nvt.Workflow(clipped >> ops.LambdaOp(lambda col, frame: col + frame["f"], dependency=["f"], dtype="float64")).fit(train)
+    out = workflow.transform(request)
+    assert_identical(out, batch(workflow, request))
+    assert out["f"].tolist()[0] == -2.0
 
 
 def test_empty_requests(train):

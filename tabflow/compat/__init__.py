@@ -16,7 +16,9 @@ which are thin re-exports of the modules here:
   when one is set) and NVTabular's names of fitted statistics, registered with the graph's
   op hooks when the package is imported;
 - :mod:`tabflow.compat.legacy_fit`: NVTabular's ``StatOperator.fit(col_selector, ddf)``,
-  registered with the workflow when the package is imported.
+  registered with the workflow when the package is imported;
+- :mod:`tabflow.compat.numba_cuda`: ``numba.cuda`` as an attribute of ``numba`` once read,
+  as merlin's own ``from numba import cuda`` left it, installed when the package is imported.
 
 Examples
 --------
@@ -28,7 +30,9 @@ Examples
 
 from __future__ import annotations
 
-from tabflow.compat import legacy_fit, op_arguments, tf_metadata
+from tabflow.compat import legacy_fit, numba_cuda, op_arguments, tf_metadata
 from tabflow.compat.tensorflow_metadata import TensorflowMetadata
 
-__all__ = ["TensorflowMetadata", "legacy_fit", "op_arguments", "tf_metadata"]
+numba_cuda.expose_numba_cuda()
+
+__all__ = ["TensorflowMetadata", "legacy_fit", "numba_cuda", "op_arguments", "tf_metadata"]

@@ -22,7 +22,6 @@ Examples
 
 from __future__ import annotations
 
-from tabflow.graph.columns import DuplicateColumnWarning
 from tabflow.graph.executors import DaskExecutor, LocalExecutor
 from tabflow.graph.graph import (
     Graph,
@@ -58,7 +57,6 @@ __all__ = [
     "Concat",
     "Drop",
     "Nested",
-    "DuplicateColumnWarning",
     "StructuralOp",
     "SelectionOp",
     "ConcatColumns",

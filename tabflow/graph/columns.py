@@ -1,20 +1,21 @@
 """Columns meeting in a node: schemas united, frames put side by side, dtypes declared or observed.
 
 Shared by the steps (:mod:`tabflow.graph.steps`): the same rules decide which columns a node
-has (:func:`union`) and how its frames are joined (:func:`concat_unique`).
+has (:func:`merge_schemas`) and how its frames are joined (:func:`concat_unique`).
 
 Examples
 --------
->>> from tabflow.graph.columns import union
+>>> from tabflow.graph.columns import merge_schemas
 >>> from tabflow.schema import Schema
->>> union([Schema(["a", "b"]), Schema(["b", "c"])])[0].column_names
+>>> merge_schemas([Schema(["a", "b"]), Schema(["b", "c"])]).column_names
 ['a', 'b', 'c']
 """
 
 from __future__ import annotations
 
-import warnings
-from typing import Any, Mapping, Sequence
+import functools
+import operator
+from typing import Any, Sequence
 
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
@@ -22,56 +23,32 @@ from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
 
 __all__ = [
-    "DuplicateColumnWarning", "union", "combine_selectors", "concat_unique", "input_frame", "observes_dtypes",
+    "merge_schemas", "combine_selectors", "concat_unique", "input_frame", "observes_dtypes",
     "declares_dtypes", "cast_to_schema",
 ]
 
 
-class DuplicateColumnWarning(UserWarning):
-    """Two branches of a workflow produce the same column name; the first is kept.
+def merge_schemas(schemas: Sequence[Schema]) -> Schema:
+    """The schemas of the columns reaching a node along several paths, as one: added left to
+    right, as merlin combines them (``Schema.__add__``).
+
+    A column that several of them have is merged: the later one's dtype and shape win, its
+    tags are added (a tag it contradicts is dropped) and its properties are merged over the
+    earlier ones. Its values are the later path's too (:func:`concat_unique`). So
+    ``cat + (cat["a"] >> ops.TagAsItemID())`` gives ``a`` the tags ``categorical``, ``item``
+    and ``id``, and ``encoded + ["a"]`` gives the raw ``a``.
 
     Examples
     --------
-    >>> import warnings
-    >>> import pandas as pd
-    >>> import tabflow as nvt
-    >>> from tabflow import ops
-    >>> df = pd.DataFrame({"x": [-1.0, 2.0]})
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     out = nvt.Workflow((["x"] >> ops.Clip(min_value=0)) + ["x"]).fit_transform(df)
-    >>> out["x"].tolist(), caught[0].category.__name__
-    ([0.0, 2.0], 'DuplicateColumnWarning')
+    >>> from tabflow.graph.columns import merge_schemas
+    >>> from tabflow.schema import ColumnSchema, Schema
+    >>> encoded = Schema([ColumnSchema("a", tags=["categorical"], dtype="int64", properties={"num_buckets": None})])
+    >>> tagged = Schema([ColumnSchema("a", tags=["item_id"], dtype="int64")])
+    >>> merged = merge_schemas([encoded, tagged])["a"]
+    >>> sorted(map(str, merged.tags)), merged.properties
+    (['categorical', 'id', 'item'], {'num_buckets': None})
     """
-
-
-def union(schemas: Sequence[Schema], origins: Sequence[Mapping[str, Any]] | None = None) -> tuple[Schema, dict[str, Any]]:
-    """Columns of several schemas, each once; ``origins`` say which node computed each column.
-
-    The same name reaching a node along two paths is fine when both paths carry the column
-    that one node computed (``a + a``). When two different nodes computed it (``movieId``
-    encoded and ``movieId`` joined in raw) the first one is kept, as NVTabular scripts
-    expect (``encoded + joined`` is a common idiom), with a :class:`DuplicateColumnWarning`:
-    the other is hidden.
-    """
-    origins = origins or [{} for _ in schemas]
-    columns: dict[str, Any] = {}
-    where: dict[str, Any] = {}
-    for schema, origin in zip(schemas, origins):
-        for column in schema:
-            source = origin.get(column.name, ("input", column.name))
-            if column.name in columns and (where[column.name] != source or columns[column.name] != column):
-                warnings.warn(
-                    f"column {column.name!r} is produced twice with different definitions "
-                    f"(by {_describe(where[column.name])} and by {_describe(source)}); the first, "
-                    f"by {_describe(where[column.name])}, is kept. To keep the other, rename one of "
-                    "them (ops.Rename) or drop one (node - [name]).",
-                    DuplicateColumnWarning,
-                    stacklevel=2,
-                )
-            columns.setdefault(column.name, column)
-            where.setdefault(column.name, source)
-    return Schema(columns.values()), where
+    return functools.reduce(operator.add, schemas, Schema())
 
 
 def combine_selectors(selectors: Sequence[ColumnSelector]) -> ColumnSelector:
@@ -80,10 +57,6 @@ def combine_selectors(selectors: Sequence[ColumnSelector]) -> ColumnSelector:
     for selector in selectors:
         combined = combined + selector
     return combined
-
-
-def _describe(origin: Any) -> str:
-    return "the input data" if origin[0] == "input" else f"op {origin[2]}"
 
 
 def observes_dtypes(op: Any) -> bool:
@@ -136,19 +109,21 @@ def cast_to_schema(frame: Any, schema: Schema) -> Any:
 
 
 def concat_unique(frames: Sequence[Any], names: Sequence[str]) -> Any:
-    """The columns ``names`` of several frames of the same rows, each taken from the first
-    frame that has it."""
+    """The columns ``names`` of several frames of the same rows, each taken from the last
+    frame that has it (merlin's rule for a column that several operands of ``+`` give, and
+    for the inputs of an op that its parents and dependencies both give)."""
     names = list(names)
     if len(frames) == 1:
         out = frames[0]
         return out if list(out.columns) == names else out[names]
     backend = backend_for(frames[0])
     picked, seen = [], set()
-    for frame in frames:
+    for frame in reversed(frames):
         keep = [c for c in frame.columns if c not in seen and c in names]
         seen.update(keep)
         if keep:
             picked.append(frame[keep] if len(keep) != len(frame.columns) else frame)
+    picked.reverse()
     _check_same_rows(picked)
     out = backend.concat_columns(picked)
     return out if list(out.columns) == names else out[names]
@@ -156,11 +131,12 @@ def concat_unique(frames: Sequence[Any], names: Sequence[str]) -> Any:
 
 def input_frame(frames: Sequence[Any], names: Sequence[str], source: Any) -> Any:
     """What an op receives: columns ``names`` from its parents' and dependencies' ``frames``
-    (each from the first that has it), and from ``source``, the data, those none of them
-    brings (an op's ``compute_input_schema`` may ask for such columns, as in merlin)."""
+    (each from the last that has it, see :func:`concat_unique`), and from ``source``, the
+    data, those none of them brings (an op's ``compute_input_schema`` may ask for such
+    columns, as in merlin)."""
     brought = {name for frame in frames for name in frame.columns}
     extra = [name for name in names if name not in brought]
-    frame = concat_unique([*frames, source[extra]] if extra else list(frames), names)
+    frame = concat_unique([source[extra], *frames] if extra else list(frames), names)
     # Ops may assign into the frame they get (``df[col] = ...``, as NVTabular ops do). pandas 2
     # marks a column subset as a copy of a slice of the frame it came from, and where
     # mode.chained_assignment is "raise" (fastai sets it) such an assignment raises

@@ -67,7 +67,10 @@ def _check_ready(nodes: list[Node], who: str) -> None:
                     "(or fit it) first"
                 )
             if isinstance(upstream.op, StatOperator) and not upstream.op.fitted:
-                raise NotFittedError(f"{who}: {type(upstream.op).__name__} must be fitted before the graph transforms data")
+                raise NotFittedError(
+                    f"{who}: graphs containing {type(upstream.op).__name__} must be fitted before attempting to use them "
+                    "to transform data: fit the graph first (DaskExecutor().fit(dataset, graph), or Workflow.fit)"
+                )
 
 
 def _output_names(nodes: list[Node], additional_columns: Any) -> list[str]:
@@ -141,7 +144,9 @@ class LocalExecutor:
             _check_dtypes([*{n.id: n for node in nodes for n in [*node.ancestors(), node]}.values()], cache, capture_dtypes, strict)
         if additional_columns:
             outputs.append(transformable[list(dict.fromkeys(additional_columns))])
-        out = outputs[0] if len(outputs) == 1 else concat_unique(outputs, _output_names(nodes, additional_columns))
+        # A column several nodes give is the first node's; additional columns only fill in
+        # what no node gives (concat_unique takes each column from the last frame).
+        out = outputs[0] if len(outputs) == 1 else concat_unique(outputs[::-1], _output_names(nodes, additional_columns))
         if output_dtypes:
             backend = backend_for(out)
             out = out.assign(
@@ -276,7 +281,7 @@ class _PartitionExecutor:
         outputs = [runner.transform(partition) for runner in self.runners]
         if self.additional_columns:
             outputs.append(partition[self.additional_columns])
-        out = outputs[0] if len(outputs) == 1 else concat_unique(outputs, self.names)
+        out = outputs[0] if len(outputs) == 1 else concat_unique(outputs[::-1], self.names)  # the first node's column wins
         if self.strict:
             _check_dtypes([runner.targets[0] for runner in self.runners], {r.targets[0].id: o for r, o in zip(self.runners, outputs)}, False, True)
         if self.output_dtypes:

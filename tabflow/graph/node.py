@@ -84,8 +84,6 @@ class Node:
         self.input_schema: Schema | None = None
         self.output_schema: Schema | None = None
         self.input_selector: ColumnSelector | None = None
-        # Which node computed each output column (duplicate detection across branches).
-        self.column_origins: dict[str, tuple] = {}
 
     # ------------------------------------------------------------------- step facts
     @property

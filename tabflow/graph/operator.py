@@ -459,8 +459,9 @@ class Operator(metaclass=_OperatorMeta):
     def compute_input_schema(
         self, root_schema: Schema, parents_schema: Schema, deps_schema: Schema, selector: ColumnSelector | None
     ) -> Schema:
-        """The columns the op receives: its parents' columns, then its dependencies' ones
-        (a name in both is the parent's column). ``root_schema`` is the data's schema.
+        """The columns the op receives: its parents' columns plus its dependencies' ones
+        (``parents_schema + deps_schema``, as in merlin: a name in both is merged, the
+        dependency's dtype and shape winning). ``root_schema`` is the data's schema.
 
         Examples
         --------
@@ -469,7 +470,7 @@ class Operator(metaclass=_OperatorMeta):
         >>> ops.Operator().compute_input_schema(Schema(["a", "y"]), Schema(["a"]), Schema(["y"]), ColumnSelector(["a"])).column_names
         ['a', 'y']
         """
-        combined = Schema([*parents_schema, *(c for c in deps_schema if c.name not in parents_schema)])
+        combined = parents_schema + deps_schema
         self._validate_matching_cols(combined, selector, "compute_input_schema")
         return combined
 
@@ -674,8 +675,8 @@ class Operator(metaclass=_OperatorMeta):
         missing = [name for name in selector.names if name not in schema]
         if missing:
             raise ValueError(
-                f"{type(self).__name__}.{method_name}: column(s) {missing} are not among the op's input columns "
-                f"{schema.column_names}"
+                f"Missing column(s) {missing} at the input to {type(self).__name__}.{method_name}: the op's input "
+                f"columns are {schema.column_names}"
             )
 
     @property

@@ -105,7 +105,6 @@ def assign_schemas(nodes: Any, schemas: Mapping[int, NodeSchema]) -> None:
         node.input_selector = resolved.input_selector
         node.input_schema = resolved.input_schema
         node.output_schema = resolved.output_schema
-        node.column_origins = dict(resolved.origins)
 
 
 def data_columns(nodes: Any) -> set[str]:
@@ -193,7 +192,6 @@ def remove_inputs(output_node: Any, names: Any) -> list[str]:
             node.input_selector = filter_selector(node.input_selector, lost)
             node.input_schema = node.input_schema.without(lost)
             node.output_schema = node.output_schema.without(lost_outputs)
-            node.column_origins = {k: v for k, v in node.column_origins.items() if k not in lost_outputs}
     return sorted(removed[output_node.id])
 
 

@@ -132,7 +132,7 @@ class ColumnSelector:
         missing = [n for n in self.names if n not in schema]
         if missing:
             raise MissingColumnError(
-                f"column(s) {missing} not found in the input; available columns are "
+                f"Missing column(s) {missing} in the input; available columns are "
                 f"{schema.column_names}. Check the spelling or add the column to the dataset."
             )
         if not self.tags:

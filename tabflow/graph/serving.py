@@ -201,9 +201,12 @@ class ServingPlan:
             produced = {name: inputs[name] for name in names}
         elif isinstance(step, Apply):
             # A column an op adds to its input schema (compute_input_schema) comes from the data.
-            produced = self._compile_op(node, _first_of([*parents, *dependencies, inputs], node.input_schema.column_names)) if names else {}
-        elif isinstance(step, (Concat, Subset, Drop)) or (isinstance(step, Nested) and step.loop_until is None):
-            produced = _first_of([*parents, *dependencies], names)
+            produced = self._compile_op(node, _last_of([inputs, *parents, *dependencies], node.input_schema.column_names)) if names else {}
+        elif isinstance(step, Concat):
+            produced = _last_of([*parents, *dependencies], names)
+        elif isinstance(step, (Subset, Drop)) or (isinstance(step, Nested) and step.loop_until is None):
+            # A subgraph's dependency is the node that feeds it, not a part of its output.
+            produced = _last_of(parents, names)
         else:
             raise _Unsupported(f"the graph has a {step.label} step, which the serving plan does not run")
         done[node.id] = produced
@@ -653,9 +656,9 @@ def _defining_class(cls: type, name: str) -> type:
     return next(klass for klass in cls.__mro__ if name in vars(klass))
 
 
-def _first_of(sources: list[dict[str, _Ref]], names: Sequence[str]) -> dict[str, _Ref]:
-    """Each column from the first source that has it (the batch path's ``concat_unique``)."""
-    return {name: next(source[name] for source in sources if name in source) for name in names}
+def _last_of(sources: list[dict[str, _Ref]], names: Sequence[str]) -> dict[str, _Ref]:
+    """Each column from the last source that has it (the batch path's ``concat_unique``)."""
+    return {name: next(source[name] for source in reversed(sources) if name in source) for name in names}
 
 
 def _cells_block(

@@ -15,7 +15,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, Sequence
 
 from tabflow.backends import backend_for
@@ -26,8 +26,8 @@ from tabflow.graph.columns import (
     concat_unique,
     declares_dtypes,
     input_frame,
+    merge_schemas,
     observes_dtypes,
-    union,
 )
 from tabflow.graph.executor import conform, evaluate
 from tabflow.graph.selector import ColumnSelector
@@ -40,17 +40,11 @@ __all__ = ["NodeSchema", "Step", "Select", "Apply", "Concat", "Group", "Subset",
 
 @dataclass(frozen=True)
 class NodeSchema:
-    """The resolved columns of one node.
-
-    ``origins`` maps each output column to where it was computed (``("input", name)`` or
-    ``("op", node id, op name)``), to tell a column that reaches a node along two paths from
-    two different columns of the same name.
-    """
+    """The resolved columns of one node."""
 
     input_selector: ColumnSelector
     input_schema: Schema
     output_schema: Schema
-    origins: Mapping[str, tuple] = field(default_factory=dict)
     output_selector: ColumnSelector | None = None
 
     @property
@@ -99,7 +93,7 @@ class Select(Step):
     def resolve(self, node, schemas, source):
         selector = self.selector.resolve(source)
         schema = source.select(selector.names)
-        return NodeSchema(selector, schema, schema, {name: ("input", name) for name in schema.column_names}, selector)
+        return NodeSchema(selector, schema, schema, selector)
 
     def run(self, node, parents, dependencies, source):
         # Always a new frame: an op that assigns to its input in place must not change the
@@ -128,10 +122,8 @@ class Apply(Step):
     def resolve(self, node, schemas, source):
         parents = [schemas[p.id] for p in node.parents]
         dependencies = [schemas[d.id] for d in node.dependencies]
-        parents_schema, parents_origins = union([p.output_schema for p in parents], [p.origins for p in parents])
-        deps_schema, deps_origins = union([d.output_schema for d in dependencies], [d.origins for d in dependencies])
-        # Warns when a dependency brings a column of a parent's name computed elsewhere.
-        union([parents_schema, deps_schema], [parents_origins, deps_origins])
+        parents_schema = merge_schemas([p.output_schema for p in parents])
+        deps_schema = merge_schemas([d.output_schema for d in dependencies])
         # The parents' column groups (a selection's nested lists, a ``+`` of a group) reach
         # the op, which may encode or cross a group together.
         parents_selector = combine_selectors([p.columns for p in parents])
@@ -163,8 +155,7 @@ class Apply(Step):
             # ops downstream check their inputs then.
             output = Schema([column.with_dtype(UNKNOWN) for column in output])
         op.validate_schemas(parents_schema, deps_schema, input_schema, output, False)
-        origins = {name: ("op", node.id, type(op).__name__) for name in output.column_names}
-        return NodeSchema(selector, input_schema, output, origins)
+        return NodeSchema(selector, input_schema, output)
 
     def run(self, node, parents, dependencies, source):
         op = self.op
@@ -204,15 +195,22 @@ class Apply(Step):
 class Concat(Step):
     """The columns of the parents, then of the dependencies, side by side (``a + b``: ``a``
     is the parent and ``b`` a dependency, as in merlin), each name once; the column groups
-    of the operands are kept for the op that follows."""
+    of the operands are kept for the op that follows.
+
+    A column that several operands give is merged as merlin merges it
+    (:func:`~tabflow.graph.columns.merge_schemas`): the later operand's values, dtype and
+    shape, every operand's tags and properties.
+    """
 
     kind = "concat"
 
     def resolve(self, node, schemas, source):
-        operands = [schemas[n.id] for n in [*node.parents, *node.dependencies]]
-        schema, origins = union([o.output_schema for o in operands], [o.origins for o in operands])
-        selector = combine_selectors([o.columns for o in operands])
-        return NodeSchema(ColumnSelector(schema.column_names), schema, schema, origins, self._grouping(selector))
+        parents = [schemas[n.id] for n in node.parents]
+        dependencies = [schemas[n.id] for n in node.dependencies]
+        # As merlin's ConcatColumns: the parents' schemas added up, plus the dependencies'.
+        schema = merge_schemas([p.output_schema for p in parents]) + merge_schemas([d.output_schema for d in dependencies])
+        selector = combine_selectors([o.columns for o in [*parents, *dependencies]])
+        return NodeSchema(ColumnSelector(schema.column_names), schema, schema, self._grouping(selector))
 
     def _grouping(self, selector: ColumnSelector) -> ColumnSelector:
         return selector
@@ -267,8 +265,7 @@ class Subset(Step):
             )
         selector = self.selector.resolve(parent.output_schema)  # tags pick among the parent's columns
         output = parent.output_schema.select(selector.names)
-        origins = {name: parent.origins[name] for name in output.column_names if name in parent.origins}
-        return NodeSchema(selector, parent.output_schema, output, origins, selector)
+        return NodeSchema(selector, parent.output_schema, output, selector)
 
     def run(self, node, parents, dependencies, source):
         names = node.output_schema.column_names
@@ -300,8 +297,7 @@ class Drop(Step):
         parent = schemas[node.parents[0].id]
         names = [*self.dropped.names, *(n for d in node.dependencies for n in schemas[d.id].output_schema.column_names)]
         output = parent.output_schema.without(names)
-        origins = {name: parent.origins[name] for name in output.column_names if name in parent.origins}
-        return NodeSchema(ColumnSelector(parent.output_schema.column_names), parent.output_schema, output, origins)
+        return NodeSchema(ColumnSelector(parent.output_schema.column_names), parent.output_schema, output)
 
     def run(self, node, parents, dependencies, source):
         names = node.output_schema.column_names
@@ -338,7 +334,7 @@ class Nested(Step):
 
     def resolve(self, node, schemas, source):
         parent = schemas[node.parents[0].id]
-        return NodeSchema(parent.columns, parent.output_schema, parent.output_schema, parent.origins, parent.output_selector)
+        return NodeSchema(parent.columns, parent.output_schema, parent.output_schema, parent.output_selector)
 
     def run(self, node, parents, dependencies, source):
         out = parents[0]

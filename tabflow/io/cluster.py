@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import dask
@@ -132,6 +133,8 @@ def set_dask_client(client: Any = "auto", new_cluster: str | None = None, force_
             _threads_config, config = None, _threads_config
             config.__exit__(None, None, None)
         client = None if force_new else active_client()
+        if client is not None and new_cluster is not None:
+            _warn_not_started(client, new_cluster, cluster_options)
         if client is None and new_cluster is not None:
             client = _start_client(new_cluster, cluster_options)
         if client is None:
@@ -168,6 +171,17 @@ def _start_client(cluster_type: str, cluster_options: dict) -> Any:
             ) from None
         return Client(LocalCUDACluster(**cluster_options), set_as_default=False)
     return Client(LocalCluster(**cluster_options), set_as_default=False)
+
+
+def _warn_not_started(client: Any, cluster_type: str, cluster_options: dict) -> None:
+    # As merlin's: the cluster asked for is not started beside the client already running.
+    warnings.warn(
+        f"an active Dask client ({client!r}) is used: no new {cluster_type} cluster is started"
+        + (f" and its options {cluster_options} are not applied" if cluster_options else "")
+        + "; pass force_new=True to start one",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def _gpu_cluster_available() -> bool:
@@ -221,6 +235,7 @@ class Distributed:
         self._client: Any = None
         self._owned = False  # whether this object started the cluster (and so closes it)
         self._config: Any = None
+        self._asked_for_cluster = cluster_type is not None or bool(cluster_options)
         self._activate()
 
     @property
@@ -239,6 +254,8 @@ class Distributed:
         if self._config is not None:
             return
         client = self._given if self._given is not None else (None if self.force_new else active_client())
+        if client is not None and self._given is None and self._asked_for_cluster:
+            _warn_not_started(client, self.cluster_type, self.cluster_options)
         if client is None:
             client = _start_client(self.cluster_type, self.cluster_options)
             self._owned = True

@@ -156,6 +156,9 @@ class ColumnSchema:
     (True, 'unknown')
     >>> ColumnSchema("l", dtype="int64", dims=(None, 3)).value_count
     Domain(min=3, max=3, name=None)
+    >>> import tabflow.dtypes as md
+    >>> ColumnSchema("m", dtype=md.float32.with_shape((None, 3, 2))).dtype  # a DType's shape is the column's
+    'list<list<float32>>'
     """
 
     name: str
@@ -172,6 +175,10 @@ class ColumnSchema:
 
     def __post_init__(self, dims: Any) -> None:
         properties = dict(self.properties or {})
+        if dims is None and isinstance(getattr(self.dtype, "shape", None), Shape) and self.dtype.shape.dims is not None:
+            # A merlin DType with a shape (md.int32.with_shape((None, 3))) gives the column that
+            # shape, as in merlin, unless dims says otherwise.
+            dims = self.dtype.shape
         dtype = dtypes.canonical_dtype(self.dtype)
         shape = Shape(dims) if dims is not None else Shape()
         if shape.dims is not None:

@@ -16,8 +16,8 @@ Examples
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Mapping
+from typing import Any, Callable, Iterator, Sequence
 
 from tabflow._files import write_atomically
 from tabflow.schema.column import ColumnSchema, Domain
@@ -101,6 +101,11 @@ class Schema:
             return
         if isinstance(column_schemas, str):
             raise TypeError("Schema takes a list or dict of column schemas, not one string; use Schema([name])")
+        if not isinstance(column_schemas, Iterable):
+            raise TypeError(
+                f"Schema(column_schemas) takes a list of ColumnSchema objects or names, or a dict of them by name; "
+                f"got {type(column_schemas).__name__}"
+            )
         for column in column_schemas:
             column = ColumnSchema(column) if isinstance(column, str) else column
             if not isinstance(column, ColumnSchema):

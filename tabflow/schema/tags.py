@@ -170,8 +170,8 @@ class TagSet(frozenset):
         if clashes:
             names = sorted(map(str, atoms))
             raise ValueError(
-                f"Could not create a TagSet with the tags {names}: these tags contradict each "
-                f"other: {sorted(map(str, clashes))}"
+                f"Could not create a TagSet with the tags {names}: these tags are incompatible "
+                f"(a column cannot have both): {sorted(map(str, clashes))}"
             )
         return frozenset.__new__(cls, atoms)
 

@@ -201,7 +201,7 @@ def test_tag_override_follows_merlins_collision_table(start, added, expected):
 
 
 def test_contradictory_tags_are_refused_at_construction():
-    with pytest.raises(ValueError, match="contradict"):
+    with pytest.raises(ValueError, match="incompatible"):
         ColumnSchema("a", tags=[CATEGORICAL, CONTINUOUS])
     with pytest.raises(ValueError):
         ColumnSchema("a", tags=[CONTINUOUS, Tags.ITEM_ID])
@@ -410,3 +410,34 @@ def test_a_saved_workflow_keeps_loading(tmp_path):
     assert loaded.output_schema == wf.output_schema
     assert loaded.output_schema["x"].tags == {CATEGORICAL}
     assert loaded.transform(df)["x"].tolist() == wf.transform(df)["x"].tolist()
+
+
+# ------------------------------------------------------------ merlin-core's own unit tests' idioms
+def test_a_dtype_with_a_shape_gives_the_column_its_shape():
+    import tabflow.dtypes as md
+
+    assert ColumnSchema("col", dtype=md.int32.with_shape((3, 4, 5))).shape == Shape((3, 4, 5))
+    column = ColumnSchema("ids", dtype=md.int64.with_shape((None, 3)))
+    assert (column.dtype, column.is_list, column.is_ragged, dict(column.value_count)) == ("list<int64>", True, False, {"min": 3, "max": 3})
+    assert ColumnSchema("ids", dtype=md.int64.with_shape((None, 3)), dims=(None,)).dtype == "int64"  # dims wins, as in merlin
+    assert ColumnSchema("x", dtype=md.float32).shape == Shape((None,))
+
+
+def test_schema_of_something_else_names_what_it_takes():
+    with pytest.raises(TypeError, match=r"Schema\(column_schemas\) takes a list of ColumnSchema objects.*got int"):
+        Schema(12345)
+    with pytest.raises(TypeError, match="ColumnSchema objects or names, got int"):
+        Schema([1])
+
+
+def test_assert_transformable_equal_compares_frames_and_tensor_tables():
+    from tabflow.table import TensorTable
+    from tabflow.testing import assert_transformable_equal
+
+    frame = pd.DataFrame({"a": [1, 2]})
+    assert_transformable_equal(frame, frame.copy())
+    assert_transformable_equal(TensorTable({"a": np.array([1, 2])}), TensorTable({"a": np.array([1, 2])}))
+    with pytest.raises(AssertionError):
+        assert_transformable_equal(frame, pd.DataFrame({"a": [1, 3]}))
+    with pytest.raises(AssertionError, match="a TensorTable and a DataFrame are not equal"):
+        assert_transformable_equal(TensorTable({"a": np.array([1, 2])}), frame)

@@ -135,6 +135,76 @@ def test_movielens_etl_and_pytorch_training(movielens):
     assert sorted(labels) == sorted((train["rating"] > 3).astype(float))
 
 
+def test_merlin_models_movielens_1m_etl_gives_the_schema_merlin_gives():
+    # merlin-models 23.08's default_ml1m_transformation: two JoinExternal, TargetEncoding over
+    # a selector plus a node, columns tagged again in later operands of ``+``, ValueCount and
+    # Rename(name=). Models find the item and user ids, the TE columns' owners and the list
+    # lengths through the tags and properties the merged schemas carry (expected values: what
+    # merlin-core 23.08's Schema.__add__ gives on this graph).
+    rng = np.random.default_rng(11)
+    movies = pd.DataFrame({
+        "movieId": np.arange(1, 21), "title": [f"t{i}" for i in range(20)],
+        "genres": [["Drama", "Comedy", "Action"][: 1 + i % 3] for i in range(20)],
+    })
+    users = pd.DataFrame({
+        "userId": np.arange(1, 11), "gender": list("MF") * 5, "age": [1, 18, 25, 35, 45] * 2,
+        "occupation": np.arange(10) % 4, "zipcode": [f"z{i % 3}" for i in range(10)],
+    })
+    ratings = pd.DataFrame({
+        "userId": rng.integers(1, 11, 300), "movieId": rng.integers(1, 21, 300), "rating": rng.integers(1, 6, 300),
+        "timestamp": np.arange(300),
+    })
+    joined = ["userId", "movieId"] >> ops.JoinExternal(movies, on=["movieId"]) >> ops.JoinExternal(users, on=["userId"])
+    cat_features = joined >> ops.Categorify(dtype="int32")
+    label = nvt.ColumnSelector(["rating"])
+    te_features = nvt.ColumnSelector(["movieId", "userId"]) + joined[["age", "gender", "occupation", "zipcode"]] >> ops.TargetEncoding(
+        label, kfold=5, p_smooth=20
+    )
+    te_features_norm = te_features >> ops.Normalize()
+    te_user = ["TE_userId_rating", "TE_age_rating", "TE_gender_rating", "TE_occupation_rating", "TE_zipcode_rating"]
+    feats_te_user = te_features_norm[te_user] >> ops.AddMetadata(tags=["user"])
+    feats_te_item = te_features_norm[["TE_movieId_rating"]] >> ops.AddMetadata(tags=["item"])
+    feats_item = cat_features["movieId"] >> ops.AddMetadata(tags=["item_id", "item"])
+    feats_user = cat_features["userId"] >> ops.AddMetadata(tags=["user_id", "user"])
+    feats_genres = cat_features["genres"] >> ops.ValueCount() >> ops.TagAsItemFeatures()
+    feats_target = (
+        nvt.ColumnSelector(["rating"]) >> ops.LambdaOp(lambda col: (col > 3).astype("int32"))
+        >> ops.AddMetadata(tags=["binary_classification", "target"]) >> ops.Rename(name="rating_binary")
+    )
+    target_orig = ["rating"] >> ops.LambdaOp(lambda col: col.astype("float32")) >> ops.AddMetadata(tags=["regression", "target"])
+    workflow = nvt.Workflow(
+        cat_features + te_features_norm + feats_te_user + feats_te_item + feats_item + feats_user + feats_genres
+        + feats_target + target_orig
+    )
+    out = workflow.fit_transform(ratings)
+    schema = workflow.output_schema
+
+    assert schema.column_names == [
+        "title", "gender", "age", "occupation", "zipcode", *te_user, "TE_movieId_rating", "movieId", "userId", "genres",
+        "rating_binary", "rating",
+    ]
+    assert list(out.columns) == schema.column_names
+    assert schema.select_by_tag(Tags.ITEM_ID).column_names == ["movieId"]
+    assert schema.select_by_tag(Tags.USER_ID).column_names == ["userId"]
+    assert schema["movieId"].tags == {Tags.CATEGORICAL, Tags.ITEM, Tags.ID}
+    assert schema["userId"].tags == {Tags.CATEGORICAL, Tags.USER, Tags.ID}
+    assert {name: schema[name].tags for name in te_user} == {name: {Tags.CONTINUOUS, Tags.USER} for name in te_user}
+    assert schema["TE_movieId_rating"].tags == {Tags.CONTINUOUS, Tags.ITEM}
+    assert schema.select_by_tag(Tags.TARGET).column_names == ["rating_binary", "rating"]
+    for name in ["title", "gender", "age", "occupation", "zipcode"]:
+        assert schema[name].tags == {Tags.CATEGORICAL}
+    genres = schema["genres"]
+    lengths = ratings.merge(movies, on="movieId")["genres"].map(len)
+    assert genres.is_list and genres.is_ragged and genres.dtype == "list<int32>"
+    assert dict(genres.value_count) == {"min": lengths.min(), "max": lengths.max()}
+    # merlin's Categorify tags no column as a list; tabflow's adds Tags.LIST to list columns.
+    assert genres.tags == {Tags.CATEGORICAL, Tags.ITEM, Tags.LIST}
+    # The merged columns' values are the encoded ids (the later operands re-tag the same data).
+    codes = categorify_reference(ratings["movieId"])
+    assert out["movieId"].tolist() == [codes[m] for m in ratings["movieId"]] and out["movieId"].dtype == np.int32
+    assert out["rating_binary"].tolist() == (ratings["rating"] > 3).astype("int32").tolist()
+
+
 # --------------------------------------------------------------------------- Criteo
 
 CONT = [f"I{i}" for i in range(1, 5)]

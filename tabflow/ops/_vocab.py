@@ -47,6 +47,8 @@ __all__ = [
     "count_values",
     "merge_counts",
     "build_vocabulary",
+    "extend_vocabulary",
+    "counts_of",
     "user_vocabulary",
     "Vocabularies",
     "HeldVocabulary",
@@ -239,6 +241,8 @@ def merge_counts(partials: list[tuple[Any, int]], split_every: int | None = None
     frames = [p[0] for p in partials if len(p[0])]
     if not frames:
         return partials[0][0], nulls
+    if len({backend_for(frame).name for frame in frames}) > 1:  # a fitted vocabulary's counts (an update's)
+        frames = [backend_for(frame).to_host(frame) for frame in frames]
     if len({KEY in frame.columns for frame in frames}) > 1:  # some partition had a long string
         frames = [_unkeyed(frame) for frame in frames]
     fan_in = max(2, int(split_every)) if split_every else len(frames)
@@ -279,6 +283,73 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
     for name in value_columns:
         vocab[name] = _plain_dtype(vocab[name])
     return vocab
+
+
+def extend_vocabulary(
+    known: pd.DataFrame, counts: pd.DataFrame, freq_threshold: int, limit: int | None,
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """An updated vocabulary: ``known``'s values first, in their order, with their counts from
+    ``counts``, then the values of ``counts`` that ``known`` lacks, as :func:`build_vocabulary`
+    orders and limits them (``limit`` counts the known values too). Also returns, with a
+    ``freq_threshold``, the counted values still below it (None without one).
+
+    ``counts`` (host, keyed or not) holds every value counted so far, the known ones included:
+    the fitted counts merged with the new data's.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.ops._vocab import extend_vocabulary
+    >>> known = pd.DataFrame({"value": ["b", "a"], "count": [2, 1]})
+    >>> counts = pd.DataFrame({"value": ["a", "b", "c", "d", "e"], "count": [9, 2, 3, 1, 3]})
+    >>> vocab, left = extend_vocabulary(known, counts, freq_threshold=2, limit=None)
+    >>> vocab["value"].tolist(), vocab["count"].tolist(), left["value"].tolist()
+    (['b', 'a', 'c', 'e'], [2, 9, 3, 3], ['d'])
+    """
+    counts = _unkeyed(counts).reset_index(drop=True)
+    value_columns = [c for c in counts.columns if c != COUNT]
+    host = get_backend("pandas")
+
+    def keys(frame: pd.DataFrame) -> Any:
+        return frame[value_columns[0]] if len(value_columns) == 1 else frame[value_columns]
+
+    known = known[value_columns].reset_index(drop=True)
+    positions = np.asarray(host.lookup(host.lookup_table(keys(known)), keys(counts)), dtype=np.int64)
+    found = positions >= 0
+    numbers = counts[COUNT].to_numpy(dtype=np.int64)
+    known_counts = np.zeros(len(known), dtype=np.int64)
+    known_counts[positions[found]] = numbers[found]
+    candidates = counts[~found].reset_index(drop=True)
+    room = None if limit is None else max(limit - len(known), 0)
+    added = build_vocabulary(candidates, freq_threshold, room)
+    head = known.assign(**{COUNT: known_counts})
+    vocab = pd.concat([head, added], ignore_index=True) if len(added) else head
+    left = candidates[candidates[COUNT] < freq_threshold].reset_index(drop=True) if freq_threshold else None
+    return vocab, left
+
+
+def counts_of(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """One host count table of several (a vocabulary and the counts of values below its
+    threshold), in the form the pandas engine counts in: short strings as their keys, in
+    ascending order, so that merging it with a partition's counts merges sorted runs.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.ops._vocab import counts_of
+    >>> table = counts_of([pd.DataFrame({"value": pd.Series(["b"], dtype="str"), "count": [2]}),
+    ...                    pd.DataFrame({"value": pd.Series(["a"], dtype="str"), "count": [1]})])
+    >>> list(table.columns), table["count"].tolist()
+    (['value_key', 'count'], [1, 2])
+    """
+    frames = [frame for frame in frames if len(frame)] or frames[:1]
+    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    table = table.assign(**{COUNT: table[COUNT].astype("int64")})
+    keyed = _keyed(get_backend("pandas"), table)
+    if KEY in keyed.columns:
+        order = np.argsort(keyed[KEY].to_numpy(), kind="stable")
+        return keyed.take(order).reset_index(drop=True)
+    return keyed
 
 
 def _ascending_strings(counts: pd.DataFrame, value_columns: list[str]) -> bool:

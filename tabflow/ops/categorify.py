@@ -555,10 +555,11 @@ class Categorify(SchemaFromColumns, StatOperator):
         uncounted = {key: entry.pop("uncounted", 0) for key, entry in partial.items()}
         vocabs = _vocab.Vocabularies(dict.fromkeys(partial))  # the units' order, filled in the threads
         rare: dict[str, Any] = {}
+        keep_rare = keeping_update_state()  # read here: the threads below do not see this one's context
 
         def build(key: str, unit: _vocab.Unit) -> tuple[int, tuple[int, int, int] | None, Any]:
             vocab, null_count, unit_observed, table, left = self._finalize_unit(
-                unit, pending.pop(key), known.pop(key), uncounted[key]
+                unit, pending.pop(key), known.pop(key), uncounted[key], keep_rare
             )
             vocabs[key] = vocab
             if table is not None and not isinstance(vocab, _vocab.HeldVocabulary):
@@ -589,14 +590,14 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.vocabs_, self.oov_slots_, self.null_counts_ = vocabs, slots, nulls
         self.encodings_, self.combo_inputs_ = encodings, combos
         self.oov_counts_ = oov_counts
-        if keeping_update_state():
+        if keep_rare:
             self.rare_counts_ = {key: frame for key, frame in rare.items()}
         self.offsets_ = _single_table_offsets(vocabs, slots) if self.single_table else {}
         tables[_BUILT_FROM] = (vocabs, vocabs.version)
         self._tables = tables
 
     def _finalize_unit(
-        self, unit: _vocab.Unit, unit_counts: Any, known: Any = None, uncounted: int = 0,
+        self, unit: _vocab.Unit, unit_counts: Any, known: Any = None, uncounted: int = 0, keep_rare: bool = False,
     ) -> tuple[Any, int, tuple[int, int, int] | None, Any, Any]:
         """``(vocabulary, null count, (nulls, dropped, kept) or None, lookup table or None,
         counts below freq_threshold or None)`` of one unit. The vocabulary is a DataFrame, or
@@ -605,7 +606,8 @@ class Categorify(SchemaFromColumns, StatOperator):
         vocabulary is on too. With ``known`` (an update: the fitted values in index order)
         those values keep their indices and new ones follow (:func:`_vocab.extend_vocabulary`);
         ``uncounted`` rows were counted by earlier fits for values no table holds (past
-        ``max_size``)."""
+        ``max_size``); with ``keep_rare`` (a fit to be updated) the counts of the values below
+        ``freq_threshold`` are returned."""
         if unit_counts is None:
             return _vocab.user_vocabulary(self._user_vocab(unit)), 0, None, None, None
         counts, null_count = unit_counts
@@ -618,7 +620,7 @@ class Categorify(SchemaFromColumns, StatOperator):
         seen = int(counts[_vocab.COUNT].sum()) + uncounted
         # What a later update needs of the values left without an index: their counts, while
         # they may still cross freq_threshold (past max_size they never get one).
-        keep_rare = bool(threshold) and keeping_update_state()
+        keep_rare = bool(threshold) and keep_rare
         if known is not None:
             vocab, rare = _vocab.extend_vocabulary(known, counts, threshold, limit)
         elif _vocab.KEY in counts.columns:  # short strings counted as keys: held as the table from the start

@@ -60,7 +60,8 @@ def grow_embeddings(model: nn.Module, sizes: Any, optimizer: Any = None) -> dict
         ``EmbeddingTables``, a feature or a table name) or, for any other table, its path in
         ``model.named_modules()`` (``"embeds.0"``). A list gives the sizes of the model's
         tables in the order ``named_modules`` meets them (fastai's ``emb_szs`` order for a
-        ``TabularModel``). A dim, when given, must be the table's.
+        ``TabularModel``). A dim, when given, is ignored: a table keeps the width the model
+        gave it (``get_embedding_sizes`` suggests a wider one as a vocabulary grows).
     optimizer : torch.optim.Optimizer, fastai Learner or Optimizer, or a list of them, optional
         Their per-parameter state tensors shaped as a grown table (Adam's ``exp_avg`` and
         ``exp_avg_sq``, SGD's ``momentum_buffer``, Adagrad's ``sum``, fastai's
@@ -91,11 +92,9 @@ def grow_embeddings(model: nn.Module, sizes: Any, optimizer: Any = None) -> dict
     wanted = _wanted_rows(sizes, tables)
     optimizers = _optimizers(optimizer)
     grown: dict[str, tuple[int, int]] = {}
-    for name, (rows, dim) in wanted.items():
+    for name, rows in wanted.items():
         owner, module = tables[name]
         before = module.weight.shape[0]
-        if dim is not None and dim != module.weight.shape[1]:
-            raise ValueError(f"embedding table {name!r} is {module.weight.shape[1]} wide, not {dim}: only rows can be added")
         if rows < before:
             raise ValueError(
                 f"embedding table {name!r} has {before} rows, more than the {rows} asked for: a table only grows "
@@ -140,8 +139,8 @@ def _named_tables(model: nn.Module) -> dict[str, tuple[nn.Module | None, nn.Modu
     return found
 
 
-def _wanted_rows(sizes: Any, tables: dict[str, tuple[nn.Module | None, nn.Module]]) -> dict[str, tuple[int, int | None]]:
-    """``{table name: (rows, dim or None)}``, one entry per distinct table."""
+def _wanted_rows(sizes: Any, tables: dict[str, tuple[nn.Module | None, nn.Module]]) -> dict[str, int]:
+    """``{table name: rows}``, one entry per distinct table."""
     if isinstance(sizes, tuple) and len(sizes) == 2 and all(isinstance(s, Mapping) for s in sizes):
         sizes = {**sizes[0], **sizes[1]}  # get_embedding_sizes' (single_hot, multi_hot)
     if isinstance(sizes, Mapping):
@@ -153,25 +152,25 @@ def _wanted_rows(sizes: Any, tables: dict[str, tuple[nn.Module | None, nn.Module
         pairs = list(zip(distinct, sizes))
     else:
         raise TypeError(f"sizes must be a dict of table name to cardinality or a list of them, got {type(sizes).__name__}")
-    wanted: dict[str, tuple[int, int | None]] = {}
+    wanted: dict[str, int] = {}
     seen: dict[int, str] = {}
     for name, size in pairs:
         if name not in tables:
             raise KeyError(f"the model has no embedding table {name!r}; its tables are {sorted(tables)}")
-        rows, dim = _rows_and_dim(name, size)
+        rows = _rows(name, size)
         module = tables[name][1]
         first = seen.setdefault(id(module), str(name))
-        if first in wanted and wanted[first][0] != rows:
-            raise ValueError(f"{first!r} and {name!r} share a table but ask for {wanted[first][0]} and {rows} rows")
-        wanted[first] = (rows, dim)
+        if first in wanted and wanted[first] != rows:
+            raise ValueError(f"{first!r} and {name!r} share a table but ask for {wanted[first]} and {rows} rows")
+        wanted[first] = rows
     return wanted
 
 
-def _rows_and_dim(name: str, size: Any) -> tuple[int, int | None]:
+def _rows(name: str, size: Any) -> int:
     if isinstance(size, Sequence) and not isinstance(size, str) and len(size) == 2:
-        return int(size[0]), int(size[1])
+        return int(size[0])  # (cardinality, dim): the width stays the model's
     try:
-        return int(size), None
+        return int(size)
     except (TypeError, ValueError):
         raise TypeError(f"size of {name!r} must be a cardinality or (cardinality, dim), got {size!r:.60}") from None
 

@@ -622,6 +622,13 @@ class Categorify(SchemaFromColumns, StatOperator):
         # they may still cross freq_threshold (past max_size they never get one).
         keep_rare = bool(threshold) and keep_rare
         if known is not None:
+            extended = _vocab.extend_held_vocabulary(known, counts, threshold, limit) if isinstance(known, _vocab.HeldVocabulary) else None
+            if extended is not None:  # ids as keys: extended on the keys, held as the table
+                held, rare = extended
+                del counts
+                return held, null_count, (null_count, seen - held.total_count(), held.total_count()), held.table, rare if keep_rare else None
+            if isinstance(known, _vocab.HeldVocabulary):
+                known = known.frame()
             vocab, rare = _vocab.extend_vocabulary(known, counts, threshold, limit)
         elif _vocab.KEY in counts.columns:  # short strings counted as keys: held as the table from the start
             held = _vocab.held_vocabulary(counts, threshold, limit)
@@ -677,16 +684,23 @@ class Categorify(SchemaFromColumns, StatOperator):
             if self._user_vocab(unit) is not None:
                 partial[key] = {"unit": unit, "counts": None}
                 continue
-            vocab = backend_for(vocabs[key]).to_host(vocabs[key])
             below = rare.get(key)
-            frames = [vocab] if below is None else [vocab, backend_for(below).to_host(below)]
+            below = backend_for(below).to_host(below) if below is not None else None
+            entry = vocabs._entries()[key]
+            keyed = _vocab.held_counts(entry) if isinstance(entry, _vocab.HeldVocabulary) else None
+            if keyed is not None:  # ids held as keys: the counts stay keys, the strings unwritten
+                known = entry
+                counts = keyed if below is None else _vocab.merge_counts([(keyed, 0), (_vocab.counts_of([below]), 0)])[0]
+            else:
+                known = backend_for(vocabs[key]).to_host(vocabs[key])
+                counts = _vocab.counts_of([known] if below is None else [known, below])
             # Rows sent to OOV are those of the values below the threshold (counted here) and
             # those past max_size, which no table holds.
             rare_rows = int(below[_vocab.COUNT].sum()) if below is not None else 0
             partial[key] = {
                 "unit": unit,
-                "counts": (_vocab.counts_of(frames), int(self.null_counts_[key])),
-                "known": vocab,
+                "counts": (counts, int(self.null_counts_[key])),
+                "known": known,
                 "uncounted": max(int(getattr(self, "oov_counts_", {}).get(key, 0)) - rare_rows, 0),
             }
         return partial

@@ -26,6 +26,7 @@ def test_benchmark_prints_each_day_the_ratio_and_the_growth(incremental, tmp_pat
     days = [line.split()[0] for line in out.split("refit/update")[1].splitlines()[1:4]]
     assert days == ["1", "2", "3"]
     assert "ratio update / fit of that day alone, days 2..3:" in out and "(target <= 1.2x)" in out
+    assert "ratio of the fastest update to the fastest fit of that day, over the runs, days 2..3:" in out
     assert "growth day 3 over day 1, update:" in out and "; refit:" in out and "peak RSS:" in out
     # The generated log is reused by the next run.
     (data_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("drifting-")]

@@ -331,8 +331,8 @@ class Workflow:
             for node in stat_nodes:
                 node.op.clear()
         sample = self._sample(dataset)
-        if input_schema is None:
-            self.fit_schema(dataset.schema, sample)
+        # The schema pass checks every op's input (validate_input) before any data is read.
+        self.fit_schema(input_schema if input_schema is not None else dataset.schema, sample)
         if update:
             assert input_schema is not None
             ddf = dataset.to_ddf(
@@ -650,7 +650,10 @@ class Workflow:
         changes nothing: no module is ever saved.
 
         A workflow that has not seen data yet saves its graph and its ops' parameters; the
-        loaded workflow is fitted (or given a schema with ``fit_schema``) like a new one.
+        loaded workflow is fitted (or given a schema with ``fit_schema``) like a new one. A
+        fitted one also records how many updates (:meth:`partial_fit`) and rows its
+        statistics come from (``"seen"`` in ``workflow.json``); the loaded workflow continues
+        from there.
 
         As in NVTabular, each op's files go with it: ``op.save_artifacts(directory)`` runs
         for every op and ``op.set_storage_path(directory, copy=True)`` for every statistics

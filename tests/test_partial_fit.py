@@ -350,3 +350,23 @@ def test_updates_on_a_cluster_equal_local_updates(tmp_path):
             probe = pd.concat([_day(d, np.random.default_rng(d)) for d in range(3)], ignore_index=True)
             pd.testing.assert_frame_equal(remote.transform(probe), local.transform(probe), rtol=1e-12)
     assert remote.n_samples_seen_ == local.n_samples_seen_ == len(probe)
+
+
+def test_state_kept_for_updates_survives_a_save(tmp_path):
+    day1 = pd.DataFrame({"c": ["a", "b", "a", None], "x": [1.0, 2.0, np.nan, 4.0], "y": [1.0, 0.0, 1.0, 0.0], "n": [1, 2, 3, 4]})
+    day2 = pd.DataFrame({"c": ["z", "b"], "x": [10.0, np.nan], "y": [1.0, 1.0], "n": [1000, 2]})
+
+    def build():
+        return nvt.Workflow(
+            (["c", "x", "n"] >> ops.DataStats()) + (["c"] >> ops.TargetEncoding("y", kfold=2))
+            + (["n"] >> ops.ReduceDtypeSize() >> ops.Rename(postfix="_r")) + (["x"] >> ops.FillMedian() >> ops.Rename(postfix="_m"))
+        )
+
+    straight = build().partial_fit(day1)
+    straight.save(str(tmp_path / "wf"))
+    straight.partial_fit(day2)
+    loaded = nvt.Workflow.load(str(tmp_path / "wf")).partial_fit(day2)
+    stats = [[op for op in w.ops if isinstance(op, ops.DataStats)][0] for w in (loaded, straight)]
+    pd.testing.assert_frame_equal(stats[0].stats_, stats[1].stats_)
+    assert stats[0].output["c"]["cardinality"] == 3 and loaded.output_dtypes["n_r"] == "int16"
+    pd.testing.assert_frame_equal(loaded.transform(day1), straight.transform(day1))

@@ -884,14 +884,14 @@ class StatOperator(Operator):
         ...     print(str(err)[:47])
         Mean cannot be updated with new data: it has no
         """
-        if not self.fitted:
-            raise NotFittedError(f"{type(self).__name__} has no statistics to update: fit the workflow first")
         if type(self).fitted_partial is StatOperator.fitted_partial:
             raise NotUpdatableError(
                 f"{type(self).__name__} cannot be updated with new data: it has no fitted_partial() giving its "
                 "fitted statistics as a partial to merge with the new data's; refit the workflow on all the data, "
                 "or implement fitted_partial"
             )
+        if not self.fitted:
+            raise NotFittedError(f"{type(self).__name__} has no statistics to update: fit the workflow first")
 
     def set_storage_path(self, new_path: str | os.PathLike, copy: bool = False) -> None:
         """Move files the op keeps outside the workflow to ``new_path`` (writing them there

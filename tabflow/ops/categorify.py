@@ -145,9 +145,23 @@ class Categorify(SchemaFromColumns, StatOperator):
         layout (0 for the first); empty otherwise.
     encodings_ : dict of str to str
         Vocabulary of each output column.
+    oov_counts_ : dict of str to int
+        Non-null values sent to OOV while fitting (by ``freq_threshold`` or ``max_size``), per
+        counted vocabulary.
+    rare_counts_ : dict of str to DataFrame
+        Kept by a workflow started with :meth:`~tabflow.Workflow.partial_fit`, per vocabulary
+        with a ``freq_threshold``: the values still below it and their counts, which the next
+        update adds to.
 
     Notes
     -----
+    **Updates** (:meth:`tabflow.Workflow.partial_fit`): every value already known keeps its
+    index, and new values get the indices after the existing ones, in the order a fit gives
+    them, so the first rows of an embedding table stay valid. ``freq_threshold`` applies to
+    the counts summed over the fit and every update, ``max_size`` caps the total (values past
+    it go to the OOV indices), and the ``out_path`` files are written again. With
+    ``single_table`` an update is refused (a grown vocabulary would move the later ones).
+
     Each output column's schema carries ``cardinality`` (embedding rows: vocabulary + OOV
     indices + 2), ``embedding_sizes`` (``{"cardinality", "dimension"}``, read by
     :func:`~tabflow.ops.get_embedding_sizes`), ``domain``, ``num_buckets``,
@@ -591,7 +605,7 @@ class Categorify(SchemaFromColumns, StatOperator):
         self.encodings_, self.combo_inputs_ = encodings, combos
         self.oov_counts_ = oov_counts
         if keep_rare:
-            self.rare_counts_ = {key: frame for key, frame in rare.items()}
+            self.rare_counts_ = dict(rare)
         self.offsets_ = _single_table_offsets(vocabs, slots) if self.single_table else {}
         tables[_BUILT_FROM] = (vocabs, vocabs.version)
         self._tables = tables

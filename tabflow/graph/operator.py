@@ -845,6 +845,11 @@ class StatOperator(Operator):
             )
 
     # ----------------------------------------------------------------- updates
+    #: Fitted attributes an update needs besides what :meth:`fitted_partial` reads from the
+    #: statistics, each with why a fitted op may lack it (``{"counts_": "it was fitted by
+    #: ..."}``): :meth:`check_updatable` refuses an op without them, naming the reason.
+    update_needs: dict[str, str] = {}
+
     def fitted_partial(self) -> Any:
         """The fitted statistics as one more partial for :meth:`combine_partials`.
 
@@ -892,6 +897,9 @@ class StatOperator(Operator):
             )
         if not self.fitted:
             raise NotFittedError(f"{type(self).__name__} has no statistics to update: fit the workflow first")
+        for name, why in self.update_needs.items():
+            if not hasattr(self, name):
+                raise NotUpdatableError(f"{type(self).__name__} cannot be updated with new data: {why}")
 
     def set_storage_path(self, new_path: str | os.PathLike, copy: bool = False) -> None:
         """Move files the op keeps outside the workflow to ``new_path`` (writing them there

@@ -12,7 +12,7 @@ from tabflow.backends.protocol import Frame
 from tabflow.graph.operator import keeping_update_state
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import merge_moments
-from tabflow.ops.operator import NotUpdatableError, StatOperator
+from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import element_dtype, is_float
 
@@ -146,14 +146,12 @@ class DataStats(StatOperator):
             "list_min": "Int64", "list_max": "Int64", "list_mean": "float64",
         })
 
-    def check_updatable(self) -> None:
-        super().check_updatable()
-        if not hasattr(self, "totals_"):
-            raise NotUpdatableError(
-                "DataStats cannot be updated with new data: its cardinalities merge only through the distinct values, "
-                "which Workflow.fit does not keep; fit the workflow with Workflow.partial_fit, which keeps them, to "
-                "update it later"
-            )
+    update_needs = {
+        "totals_": (
+            "its cardinalities merge only through the distinct values, which Workflow.fit does not keep; fit the "
+            "workflow with Workflow.partial_fit, which keeps them, to update it later"
+        ),
+    }
 
     def fitted_partial(self) -> dict[str, dict[str, Any]]:
         """The merged statistics of every column, as the fit's last merge left them."""

@@ -14,7 +14,7 @@ from tabflow.graph.operator import keeping_update_state
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric, warn_no_finite_values
 from tabflow.ops.fill_missing import FillsNulls, fill_columns, fill_kernels
-from tabflow.ops.operator import NotUpdatableError, StatOperator
+from tabflow.ops.operator import StatOperator
 from tabflow.schema import Schema
 
 __all__ = ["FillMedian"]
@@ -98,14 +98,12 @@ class FillMedian(FillsNulls, StatOperator):
             }
         self.medians_ = medians
 
-    def check_updatable(self) -> None:
-        super().check_updatable()
-        if not hasattr(self, "value_counts_"):
-            raise NotUpdatableError(
-                "FillMedian cannot be updated with new data: a median merges only through the counts of every "
-                "distinct value, which Workflow.fit does not keep (16 bytes per distinct value); fit the workflow "
-                "with Workflow.partial_fit, which keeps them, to update it later"
-            )
+    update_needs = {
+        "value_counts_": (
+            "a median merges only through the counts of every distinct value, which Workflow.fit does not keep (16 bytes "
+            "per distinct value); fit the workflow with Workflow.partial_fit, which keeps them, to update it later"
+        ),
+    }
 
     def fitted_partial(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The fitted distinct values of each column and their counts."""

@@ -12,7 +12,7 @@ from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
 from tabflow.ops._numeric import require_numeric
 from tabflow.ops._schema_hooks import SchemaFromColumns
-from tabflow.ops.operator import NotUpdatableError, StatOperator
+from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
 from tabflow.schema.dtypes import nullable_dtype
 
@@ -168,14 +168,12 @@ class JoinGroupby(SchemaFromColumns, StatOperator):
             for name, (keys, conts, frame) in partial.items()
         }
 
-    def check_updatable(self) -> None:
-        super().check_updatable()
-        if not hasattr(self, "group_stats_"):
-            raise NotUpdatableError(
-                "JoinGroupby cannot be updated with new data: its statistics merge through each group's counts, sums "
-                "and moments, which Workflow.fit does not keep; fit the workflow with Workflow.partial_fit, which "
-                "keeps them, to update it later"
-            )
+    update_needs = {
+        "group_stats_": (
+            "its statistics merge through each group's counts, sums and moments, which Workflow.fit does not keep; fit "
+            "the workflow with Workflow.partial_fit, which keeps them, to update it later"
+        ),
+    }
 
     def fitted_partial(self) -> dict[str, tuple]:
         """The merged per-group statistics the fitted tables were finalized from."""

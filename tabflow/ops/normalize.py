@@ -25,7 +25,7 @@ from tabflow.ops._numeric import (
     warn_no_finite_values,
 )
 from tabflow.ops.normalize_minmax import NormalizeMinMax
-from tabflow.ops.operator import NotUpdatableError, StatOperator
+from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["Normalize", "NormalizeMinMax"]
@@ -95,13 +95,12 @@ class Normalize(StatOperator):
         self.stds_ = {name: float(np.sqrt(m[2] / (m[0] - 1))) if m[0] > 1 else 0.0 for name, m in partial.items()}
         self.counts_ = {name: int(m[0]) for name, m in partial.items()}
 
-    def check_updatable(self) -> None:
-        super().check_updatable()
-        if not hasattr(self, "counts_"):
-            raise NotUpdatableError(
-                "Normalize cannot be updated with new data: it was fitted by a tabflow that kept no counts of the "
-                "values its means and deviations come from (a workflow saved by an earlier release); fit it again"
-            )
+    update_needs = {
+        "counts_": (
+            "it was fitted by a tabflow that kept no counts of the values its means and deviations come from "
+            "(a workflow saved by an earlier release); fit it again"
+        ),
+    }
 
     def fitted_partial(self) -> dict[str, tuple[float, float, float]]:
         """The fitted (count, mean, M2) of each column; M2 from the sample deviation."""

@@ -17,7 +17,7 @@ from tabflow.ops import _folds, _vocab_files
 from tabflow.ops import _groupstats as gs
 from tabflow.ops._numeric import dtype_name
 from tabflow.ops._schema_hooks import SchemaFromColumns
-from tabflow.ops.operator import NotUpdatableError, StatOperator
+from tabflow.ops.operator import StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["TargetEncoding"]
@@ -254,6 +254,13 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
         self.means_, self.partitions_, self.encodings_, self.oof_encodings_ = means, partitions, encodings, oof_encodings
         self.statistics_, self.fold_statistics_ = statistics, fold_statistics
 
+    update_needs = {
+        "statistics_": (
+            "it was fitted by a tabflow that kept no statistics tables (a workflow saved by an earlier release); "
+            "fit it again"
+        ),
+    }
+
     def fitted_partial(self) -> dict[str, Any]:
         """The fitted statistics per key and fold (fold 0 without folds) and the fitted
         partitions' fingerprints: an update adds the new data's rows to the same keys and
@@ -267,14 +274,6 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             table = self.fold_statistics_[name] if self._kfold > 1 else full.assign(**{FOLD: 0})
             tables[name] = (keys, table[[*keys, FOLD, *(c for c in table.columns if c in stats)]])
         return {"tables": tables, "partitions": [list(p) for p in self.partitions_], "targets": targets}
-
-    def check_updatable(self) -> None:
-        super().check_updatable()
-        if not hasattr(self, "statistics_"):
-            raise NotUpdatableError(
-                "TargetEncoding cannot be updated with new data: it was fitted by a tabflow that kept no statistics "
-                "tables (a workflow saved by an earlier release); fit it again"
-            )
 
     def _prior(self, target: str, total: float, count: float) -> float:
         if isinstance(self.target_mean, dict):

@@ -23,6 +23,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -40,6 +41,7 @@ from tabflow.graph.executor import GraphRunner, fit_partials, map_graph, map_nod
 from tabflow.graph.executors import register_graph_fitter
 from tabflow.graph.graph import Graph
 from tabflow.graph.node import Node
+from tabflow.graph.operator import keep_update_state
 from tabflow.graph.schemas import data_columns, dictionary_string_inputs
 from tabflow.graph.serving import (
     ServingPlan,
@@ -51,7 +53,7 @@ from tabflow.io.atomic import check_target, discard, files_under, publish, recov
 from tabflow.io.fs import is_remote, local_path
 from tabflow.io.memory import keep_large_buffers_mapped
 from tabflow.io.progress import compute
-from tabflow.ops.operator import NotFittedError, Operator, StatOperator
+from tabflow.ops.operator import NotFittedError, NotUpdatableError, Operator, StatOperator
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
 from tabflow.serialize.workflow_file import read_graph, write_graph
@@ -232,6 +234,7 @@ class Workflow:
         """Forget the fitted statistics of every statistics op (as NVTabular's ``clear_stats``)."""
         self.graph.clear_stats()
         self.__dict__.pop("_serving_plan", None)  # it holds the statistics it was built with
+        self.n_updates_, self.n_samples_seen_ = 0, None
 
     def _require_schema(self) -> tuple[Schema, Schema]:
         """The input and output schemas, once the workflow has seen data."""
@@ -244,7 +247,9 @@ class Workflow:
         """Compute the statistics of every statistics op, in as few passes as possible.
 
         The passes are logged (logger ``tabflow.workflow``, level INFO). Freed partition
-        buffers go back to the operating system (:mod:`tabflow.io.memory`).
+        buffers go back to the operating system (:mod:`tabflow.io.memory`). A fit starts
+        afresh: it forgets what earlier fits and updates learned (:meth:`partial_fit`
+        continues them instead).
 
         Parameters
         ----------
@@ -254,23 +259,102 @@ class Workflow:
             tqdm's Dask callback on Dask's local schedulers, ``distributed.progress`` with a
             distributed client).
         """
+        return self._fit(dataset, progress, update=False, keep_state=False)
+
+    def partial_fit(self, dataset: Any, progress: bool = False) -> "Workflow":
+        """Continue the fitted statistics with new data, as scikit-learn's ``partial_fit``.
+
+        Each statistics op computes its partial statistics of ``dataset`` as a fit does,
+        merges them with its fitted ones (:meth:`~tabflow.ops.StatOperator.fitted_partial`)
+        and finalizes the merge: the work grows with the new data and the size of the fitted
+        statistics (vocabularies, group tables), not with the data seen before. On a
+        workflow not fitted yet it is a fit, which also keeps what later updates need
+        (counts of values still below Categorify's ``freq_threshold``, FillMedian's value
+        counts, ...; see the guide's *Incremental training* page).
+
+        - Categorify: values already known keep their indices; new values get indices after
+          the existing ones, in the order a fit gives them; ``freq_threshold`` applies to the
+          counts summed over every update, ``max_size`` caps the total.
+        - Normalize, NormalizeMinMax, ReduceDtypeSize, ValueCount, TargetEncoding, JoinGroupby,
+          FillMedian and DataStats: the statistics of all the data seen, merged exactly (up to
+          floating-point rounding for means and variances).
+
+        Ops are updated in the order a fit fits them: an op downstream of another statistics
+        op sees the new data transformed with the updated statistics. New data is read with
+        the workflow's fitted input dtypes, as :meth:`transform` reads it. An op that cannot
+        be updated (a user op without ``fitted_partial``, Categorify with ``single_table``)
+        raises :class:`~tabflow.ops.NotUpdatableError` naming it before any data is read,
+        and the workflow is left as it was.
+
+        :attr:`n_updates_` and :attr:`n_samples_seen_` count the updates since the last
+        :meth:`fit` and the rows seen; both are saved with the workflow.
+
+        Parameters
+        ----------
+        dataset : Dataset, or a pandas/cuDF/dask DataFrame
+        progress : bool, default False
+            As for :meth:`fit`.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import tabflow as nvt
+        >>> from tabflow import ops
+        >>> wf = nvt.Workflow((["c"] >> ops.Categorify()) + (["x"] >> ops.Normalize()))
+        >>> day1 = pd.DataFrame({"c": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]})
+        >>> day2 = pd.DataFrame({"c": ["z", "z", "b"], "x": [4.0, 5.0, 6.0]})
+        >>> wf.partial_fit(day1).transform(pd.DataFrame({"c": ["a", "b", "z"], "x": [0.0] * 3}))["c"].tolist()
+        [3, 4, 2]
+        >>> out = wf.partial_fit(day2).transform(pd.DataFrame({"c": ["a", "b", "z"], "x": [3.5] * 3}))
+        >>> out["c"].tolist(), out["x"].tolist(), (wf.n_updates_, wf.n_samples_seen_)
+        ([3, 4, 5], [0.0, 0.0, 0.0], (1, 6))
+        """
+        if self.input_schema is None or not all(_is_fitted(n) for n in self.nodes):
+            return self._fit(dataset, progress, update=False, keep_state=True)
+        return self._fit(dataset, progress, update=True, keep_state=True)
+
+    def _fit(self, dataset: Any, progress: bool, update: bool, keep_state: bool) -> "Workflow":
+        """The fit passes of :meth:`fit` (``update`` False) and :meth:`partial_fit`."""
         dataset = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
         keep_large_buffers_mapped()
         stat_nodes = [n for n in self.nodes if isinstance(n.op, StatOperator)]
-        for node in stat_nodes:
-            node.op.clear()
+        input_schema: Schema | None = None
+        if update:
+            input_schema = self._require_schema()[0]
+            self._check_columns(dataset.schema.column_names)
+            for node in stat_nodes:  # every refusal before any data is read
+                if _frame_fitter(node.op) is not None:
+                    raise NotUpdatableError(
+                        f"{type(node.op).__name__} cannot be updated with new data: it is fitted by NVTabular's "
+                        "fit(col_selector, ddf) on the whole frame, not as partials to merge; refit the workflow"
+                    )
+                node.op.check_updatable()
+        else:
+            for node in stat_nodes:
+                node.op.clear()
         sample = self._sample(dataset)
-        self.fit_schema(dataset.schema, sample)
-        ddf = dataset.to_ddf(dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True)
-        logger.info("fit: %d statistics op(s) over %d partition(s)", len(stat_nodes), ddf.npartitions)
+        # The schema pass checks every op's input (validate_input) before any data is read.
+        self.fit_schema(input_schema if input_schema is not None else dataset.schema, sample)
+        if update:
+            assert input_schema is not None
+            ddf = dataset.to_ddf(
+                input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True,
+            )
+        else:
+            ddf = dataset.to_ddf(dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True)
+        verb = "update" if update else "fit"
+        logger.info("%s: %d statistics op(s) over %d partition(s)", verb, len(stat_nodes), ddf.npartitions)
         remaining = list(stat_nodes)
+        done: set[int] = set()
+        rows: int | None = None
         passes = 0
         while remaining:
-            ready = [n for n in remaining if all(_is_fitted(a) for a in n.ancestors())]
+            ready = [n for n in remaining if all(_is_done(a, done, update) for a in n.ancestors())]
             modern = [n for n in ready if _frame_fitter(n.op) is None]
             if modern:
                 passes += 1
-                self._fit_pass(ddf, modern, passes, progress)
+                counted = self._fit_pass(ddf, modern, passes, progress, input_schema, keep_state, count_rows=rows is None)
+                rows = counted if rows is None else rows
             for node in ready:
                 fitter = _frame_fitter(node.op)
                 if fitter is not None:
@@ -278,11 +362,36 @@ class Workflow:
                     self._frame_fit(fitter, ddf, node, dataset, passes, progress)
             if not ready:  # only reachable when an op's fit_finalize leaves it unfitted
                 raise RuntimeError(f"cannot fit {[type(n.op).__name__ for n in remaining]}: their inputs never got fitted")
+            done.update(n.id for n in ready)
             remaining = [n for n in remaining if n not in ready]
             # Fitted statistics can change schemas downstream (e.g. cardinalities), and ops
             # after them can now be run on the sample to learn their dtypes.
-            self.fit_schema(dataset.schema, sample)
+            self.fit_schema(input_schema if input_schema is not None else dataset.schema, sample)
+        if rows is None:  # no pass over the data counted them
+            rows = dataset.num_rows
+        self.n_updates_ = self.n_updates_ + 1 if update else 0
+        self.n_samples_seen_ = (self.n_samples_seen_ or 0) + rows if update else rows
         return self
+
+    @property
+    def n_updates_(self) -> int:
+        """Updates (:meth:`partial_fit` calls that continued fitted statistics) since the
+        last :meth:`fit`, or since the first :meth:`partial_fit`; saved with the workflow."""
+        return int(self.__dict__.get("_n_updates", 0))
+
+    @n_updates_.setter
+    def n_updates_(self, value: int) -> None:
+        self.__dict__["_n_updates"] = int(value)
+
+    @property
+    def n_samples_seen_(self) -> int | None:
+        """Rows the fitted statistics were computed from, over the fit and every update
+        (None: unknown, for a workflow saved before tabflow counted them, or never fitted)."""
+        return self.__dict__.get("_n_samples_seen")
+
+    @n_samples_seen_.setter
+    def n_samples_seen_(self, value: int | None) -> None:
+        self.__dict__["_n_samples_seen"] = None if value is None else int(value)
 
     def _sample(self, data: Any) -> Any:
         """The first rows of the first non-empty partition of ``data`` (a Dataset or a frame),
@@ -300,14 +409,25 @@ class Workflow:
                 break
         return part
 
-    def _fit_pass(self, ddf: Any, nodes: list[Node], number: int, progress: bool) -> None:
-        combined = fit_partials(ddf, GraphRunner(nodes), _COMBINE_SPLIT_EVERY)
+    def _fit_pass(
+        self, ddf: Any, nodes: list[Node], number: int, progress: bool, input_schema: Schema | None,
+        keep_state: bool, count_rows: bool,
+    ) -> int | None:
+        """One pass over the data for ``nodes``; with ``input_schema`` an update, whose new
+        partials are merged with each op's fitted one. Returns the rows counted (with
+        ``count_rows``)."""
+        combined = fit_partials(ddf, GraphRunner(nodes, input_schema), _COMBINE_SPLIT_EVERY, count_rows=count_rows)
         if combined is None:
             raise ValueError("cannot fit a workflow on a dataset with no partitions")
         (partials,) = self._compute_pass(number, nodes, progress, combined)
-        for node, partial in zip(nodes, partials):
-            node.op.fit_finalize(partial)
-            node.op.mark_fitted()
+        rows = int(partials[len(nodes)]) if count_rows else None
+        with keep_update_state() if keep_state else contextlib.nullcontext():
+            for node, partial in zip(nodes, partials):
+                if input_schema is not None:
+                    partial = node.op.combine_partials([node.op.fitted_partial(), partial])
+                node.op.fit_finalize(partial)
+                node.op.mark_fitted()
+        return rows
 
     def _frame_fit(self, fitter: FrameFitter, ddf: Any, node: Node, dataset: Any, number: int, progress: bool) -> None:
         meta = get_backend(dataset.engine).empty_frame(_schema_of(node.input_schema).dtypes)
@@ -532,7 +652,10 @@ class Workflow:
         changes nothing: no module is ever saved.
 
         A workflow that has not seen data yet saves its graph and its ops' parameters; the
-        loaded workflow is fitted (or given a schema with ``fit_schema``) like a new one.
+        loaded workflow is fitted (or given a schema with ``fit_schema``) like a new one. A
+        fitted one also records how many updates (:meth:`partial_fit`) and rows its
+        statistics come from (``"seen"`` in ``workflow.json``); the loaded workflow continues
+        from there.
 
         As in NVTabular, each op's files go with it: ``op.save_artifacts(directory)`` runs
         for every op and ``op.set_storage_path(directory, copy=True)`` for every statistics
@@ -553,7 +676,8 @@ class Workflow:
         check_target(path, "workflow", overwrite)
         tmp = temporary_directory(path, "workflow", overwrite)
         try:
-            write_graph(tmp, self.output_node, self.input_schema, self.output_schema)
+            seen = {"updates": self.n_updates_, "rows": self.n_samples_seen_} if self.input_schema is not None else None
+            write_graph(tmp, self.output_node, self.input_schema, self.output_schema, seen)
             # Files an op already wrote into ``path`` (Categorify(out_path=path)) are the ones
             # the workflow bundles, under the same names: replacing them loses nothing.
             bundled: set[str] = set()
@@ -631,6 +755,8 @@ class Workflow:
             workflow.fit_schema(saved.input_schema)
         else:
             workflow.input_schema, workflow.output_schema = saved.input_schema, saved.output_schema
+        if saved.seen is not None:
+            workflow.n_updates_, workflow.n_samples_seen_ = saved.seen["updates"], saved.seen["rows"]
         for op in workflow._distinct_ops():
             if isinstance(op, StatOperator):
                 op.set_storage_path(path, copy=False)
@@ -669,6 +795,13 @@ def _local_directory(path: Any, verb: str, error: type[Exception]) -> str:
 
 def _is_fitted(node: Node) -> bool:
     return not isinstance(node.op, StatOperator) or node.op.fitted
+
+
+def _is_done(node: Node, done: set[int], update: bool) -> bool:
+    """Whether ``node``'s statistics are final for this fit (an update: updated already)."""
+    if not isinstance(node.op, StatOperator):
+        return True
+    return node.id in done if update else node.op.fitted
 
 
 def _columns_text(names: list[str], shown: int = 4) -> str:

@@ -19,6 +19,7 @@ NEEDS = {
     "02-fastai-training.ipynb": ["torch", "fastai", "matplotlib"],
     "03-pytorch-multihot.ipynb": ["torch", "sklearn", "matplotlib"],
     "05-serving.ipynb": ["torch"],
+    "06-incremental-training.ipynb": ["torch", "sklearn", "matplotlib"],
 }
 
 
@@ -50,6 +51,7 @@ def test_notebooks_are_found_and_stored_without_outputs():
         "03-pytorch-multihot.ipynb",
         "04-scaling-out.ipynb",
         "05-serving.ipynb",
+        "06-incremental-training.ipynb",
     ]
     for name in NOTEBOOKS:
         notebook = nbformat.read(os.path.join(NOTEBOOK_DIR, name), as_version=4)

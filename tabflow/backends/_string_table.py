@@ -443,6 +443,43 @@ def _walk_split(order, sorted_query_keys, short, lower, upper, starts, rows, out
             out[q] = rows[v]
 
 
+@numba.njit(cache=True, nogil=True)
+def _sorted_key_counts(known, rows, keys, numbers, counts_by_row, new):
+    # One walk of two ascending key arrays: each key's count goes to its known row, or the
+    # key is marked new. Galloping keeps a short run of keys over a long vocabulary cheap.
+    v = 0
+    end = known.shape[0]
+    for q in range(keys.shape[0]):
+        v = _gallop(known, v, end, keys[q])
+        if v < end and known[v] == keys[q]:
+            counts_by_row[rows[v]] = numbers[q]
+            new[q] = False
+        else:
+            new[q] = True
+
+
+def sorted_key_counts(known: np.ndarray, rows: np.ndarray, keys: np.ndarray, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Counts of the keys of a vocabulary (``known``, ascending, with the row of each) taken
+    from a count table (``keys`` ascending, ``numbers``), by row, and which counted keys the
+    vocabulary lacks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import sorted_key_counts
+    >>> counts, new = sorted_key_counts(np.array([2, 5], np.uint64), np.array([1, 0]), np.array([1, 2, 5], np.uint64), np.array([7, 8, 9]))
+    >>> counts.tolist(), new.tolist()
+    ([9, 8], [True, False, False])
+    """
+    counts_by_row = np.zeros(len(known), dtype=np.int64)
+    new = np.empty(len(keys), dtype=np.bool_)
+    _sorted_key_counts(
+        np.ascontiguousarray(known, dtype=np.uint64), np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(keys, dtype=np.uint64), np.ascontiguousarray(numbers, dtype=np.int64), counts_by_row, new,
+    )
+    return counts_by_row, new
+
+
 def _buffers(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (
         np.ascontiguousarray(data, dtype=np.uint8),
@@ -558,6 +595,26 @@ class StringTable:
             lower, upper, starts = self._split
             keys[self._rows] = (np.repeat(upper, np.diff(starts)).astype(np.uint64) << np.uint64(32)) | lower
         return _key_strings(keys)
+
+    def sorted_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """The set's keys in ascending order and the row of each (where :attr:`holds_strings`):
+        what :meth:`of_keys` builds the table from.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from tabflow.backends._string_table import StringTable
+        >>> keys, rows = StringTable(np.frombuffer(b"redgreen", np.uint8), np.array([0, 3, 8]), np.ones(2, bool)).sorted_keys()
+        >>> bool(keys[0] < keys[1]), rows.tolist()  # "green" sorts first
+        (True, [1, 0])
+        """
+        if not self.holds_strings:
+            raise ValueError("the table holds a hash of its strings (some are long), not their keys")
+        if self._keys is not None:
+            return self._keys, self._rows
+        assert self._split is not None  # one or the other is held
+        lower, upper, starts = self._split
+        return (np.repeat(upper, np.diff(starts)).astype(np.uint64) << np.uint64(32)) | lower, self._rows
 
     def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """int64 row of each string in the set, ``-1`` where absent or null; written into

@@ -28,9 +28,11 @@ _HOMES = {
     "is_sorted_unique": "tabflow.backends._string_table",
     "key_strings": "tabflow.backends._string_table",
     "short_string_keys": "tabflow.backends._string_table",
+    "sorted_key_counts": "tabflow.backends._string_table",
     # pandas host columns as Arrow buffers; parquet files opened for dictionary strings
     "string_buffers": "tabflow.backends.pandas_backend",
     "short_string_lookup": "tabflow.backends.pandas_backend",
+    "short_string_key_rows": "tabflow.backends.pandas_backend",
     "open_parquet": "tabflow.backends.pandas_backend",
     # columns as host NumPy values and null masks (the serving plan's only contact with pandas)
     "column_labels": "tabflow.backends._host_arrays",

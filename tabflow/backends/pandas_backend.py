@@ -1064,6 +1064,23 @@ def short_string_lookup(keys: np.ndarray, rows: np.ndarray) -> StringLookup:
     return StringLookup.of_short_strings(keys, rows)
 
 
+def short_string_key_rows(table: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """The keys (ascending) and rows of a lookup table of short strings, the inverse of
+    :func:`short_string_lookup`; None for any other table.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends.pandas_backend import short_string_key_rows, short_string_lookup
+    >>> keys, rows = short_string_key_rows(short_string_lookup(np.array([5, 9], np.uint64), np.array([1, 0], np.int32)))
+    >>> keys.tolist(), rows.tolist()
+    ([5, 9], [1, 0])
+    """
+    if not isinstance(table, StringLookup) or not table._table.holds_strings:
+        return None
+    return table._table.sorted_keys()
+
+
 def string_buffers(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """UTF-8 bytes, int64 offsets (n + 1) and validity of a string column, without copying
     the bytes when the column is already Arrow-backed.

@@ -155,9 +155,12 @@ class GraphRunner:
 
     def node_inputs(self, frame: Frame) -> list[Frame]:
         """What each target node's op receives for ``frame`` (parents' and dependencies' columns)."""
+        targets, input_schema = self._live_graph()
+        if input_schema is not None:
+            frame = conform(frame, input_schema)
         cache: dict[int, Any] = {}
-        remaining = consumer_counts(self.targets, inputs_only=True)
-        return [_node_input(node, frame, cache, remaining) for node in self.targets]
+        remaining = consumer_counts(targets, inputs_only=True)
+        return [_node_input(node, frame, cache, remaining) for node in targets]
 
 
 def conform(frame: Frame, schema: Schema) -> Frame:
@@ -277,9 +280,10 @@ def map_node_inputs(ddf: Any, runner: GraphRunner, meta: Any) -> Any:
     return ddf.map_partitions(_node_inputs_partition, _delayed(runner, "node-inputs"), meta=meta, enforce_metadata=False)
 
 
-def fit_partials(ddf: Any, runner: GraphRunner, split_every: int) -> Any:
+def fit_partials(ddf: Any, runner: GraphRunner, split_every: int, count_rows: bool = False) -> Any:
     """One delayed value: the targets' statistics over ``ddf``, as a tree of ``fit_partition``
     per partition then ``combine_partials`` ``split_every`` at a time (None: no partitions).
+    With ``count_rows``, the list of the targets' statistics ends with the number of rows.
 
     A target whose op sets ``exact_combine`` folds its partials into one running total
     instead, ``split_every - 1`` new partials per step: the partials' tree would hold one
@@ -288,7 +292,7 @@ def fit_partials(ddf: Any, runner: GraphRunner, split_every: int) -> Any:
     whose grouping (and so the rounding of their floating-point merges) stays as it was.
     """
     delayed_runner = _delayed(runner, "fit-graph")
-    partials = [dask.delayed(_fit_partition, pure=False)(delayed_runner, part) for part in ddf.to_delayed()]
+    partials = [dask.delayed(_fit_partition, pure=False)(delayed_runner, part, count_rows) for part in ddf.to_delayed()]
     if not partials:
         return None
     folded = [bool(getattr(node.op, "exact_combine", False)) for node in runner.targets]
@@ -299,7 +303,14 @@ def fit_partials(ddf: Any, runner: GraphRunner, split_every: int) -> Any:
         combine = _target_combiner(delayed_runner, i)
         target_partials = [partial[i] for partial in partials]
         results.append(_combine_fold(target_partials, split_every, combine) if fold else _combine_tree(target_partials, split_every, combine))
+    if count_rows:
+        rows = [partial[len(folded)] for partial in partials]
+        results.append(_combine_tree(rows, split_every, lambda *group: dask.delayed(_sum, pure=True)(*group)))
     return dask.delayed(list, pure=False)(results)
+
+
+def _sum(*numbers: int) -> int:
+    return sum(numbers)
 
 
 def _target_combiner(delayed_runner: Any, target: int) -> Any:
@@ -330,15 +341,20 @@ def _node_inputs_partition(frame: Frame, runner: GraphRunner) -> Any:
     return runner.node_inputs(frame)[0]
 
 
-def _fit_partition(runner: GraphRunner, frame: Frame) -> list[Any]:
+def _fit_partition(runner: GraphRunner, frame: Frame, count_rows: bool = False) -> list[Any]:
     _fit_task_started()
     inputs = runner.node_inputs(frame)
-    return [node.op.fit_partition(node.input_selector, data) for node, data in zip(runner.targets, inputs)]
+    partials = [node.op.fit_partition(node.input_selector, data) for node, data in zip(runner.targets, inputs)]
+    return [*partials, len(frame)] if count_rows else partials
 
 
 def _combine_partials(runner: GraphRunner, *partials: list[Any]) -> list[Any]:
     _fit_task_started(merging=True)
-    return [node.op.combine_partials([p[i] for p in partials]) for i, node in enumerate(runner.targets)]
+    targets = runner.targets
+    combined = [node.op.combine_partials([p[i] for p in partials]) for i, node in enumerate(targets)]
+    if len(partials[0]) > len(targets):  # the rows counted
+        combined.append(sum(p[len(targets)] for p in partials))
+    return combined
 
 
 def _combine_target(runner: GraphRunner, target: int, *partials: Any, last: bool = False) -> Any:

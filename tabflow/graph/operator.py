@@ -40,6 +40,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import os
@@ -64,12 +65,15 @@ __all__ = [
     "Operator",
     "StatOperator",
     "NotFittedError",
+    "NotUpdatableError",
     "OPERATOR_REGISTRY",
     "Supports",
     "DataFormats",
     "BaseOperator",
     "register_construction_check",
     "register_attribute_alias",
+    "keeping_update_state",
+    "keep_update_state",
 ]
 
 
@@ -196,6 +200,48 @@ def _lists_in_the_form_given(transform: Callable[..., Any]) -> Callable[..., Any
 
 class NotFittedError(RuntimeError):
     """Raised when a statistics op is used before the workflow was fitted."""
+
+
+class NotUpdatableError(ValueError):
+    """Raised when a fitted statistics op cannot be continued with new data
+    (:meth:`tabflow.Workflow.partial_fit`); the message names the op and why."""
+
+
+_KEEPING_UPDATE_STATE: contextvars.ContextVar[bool] = contextvars.ContextVar("tabflow_keep_update_state", default=False)
+
+
+@contextlib.contextmanager
+def keep_update_state() -> Iterator[None]:
+    """Inside the block, ops' ``fit_finalize`` keep what a later update needs besides their
+    statistics (:func:`keeping_update_state`); :meth:`tabflow.Workflow.partial_fit` finalizes
+    in one.
+
+    Examples
+    --------
+    >>> from tabflow.graph.operator import keep_update_state, keeping_update_state
+    >>> with keep_update_state():
+    ...     inside = keeping_update_state()
+    >>> inside, keeping_update_state()
+    (True, False)
+    """
+    token = _KEEPING_UPDATE_STATE.set(True)
+    try:
+        yield
+    finally:
+        _KEEPING_UPDATE_STATE.reset(token)
+
+
+def keeping_update_state() -> bool:
+    """Whether the ``fit_finalize`` running in this thread belongs to a fit that will be
+    continued with new data (:meth:`tabflow.Workflow.partial_fit`).
+
+    Most ops' fitted statistics are all an update needs. A few need more, as large as the
+    data's distinct values: the counts of values still below Categorify's ``freq_threshold``,
+    FillMedian's value counts, JoinGroupby's and DataStats' mergeable moments. They keep it
+    only then, so that a plain :meth:`~tabflow.Workflow.fit` holds and saves no more than it
+    did.
+    """
+    return _KEEPING_UPDATE_STATE.get()
 
 
 class Supports(Flag):
@@ -798,6 +844,63 @@ class StatOperator(Operator):
                 f"{type(self).__name__} has no statistics yet: call workflow.fit(dataset) "
                 "(or fit_transform) before transform"
             )
+
+    # ----------------------------------------------------------------- updates
+    #: Fitted attributes an update needs besides what :meth:`fitted_partial` reads from the
+    #: statistics, each with why a fitted op may lack it (``{"counts_": "it was fitted by
+    #: ..."}``): :meth:`check_updatable` refuses an op without them, naming the reason.
+    update_needs: dict[str, str] = {}
+
+    def fitted_partial(self) -> Any:
+        """The fitted statistics as one more partial for :meth:`combine_partials`.
+
+        :meth:`tabflow.Workflow.partial_fit` computes the partial of the new data as a fit
+        does, merges it after this one (``combine_partials([fitted, new])``, the data seen
+        first coming first) and finalizes the result with :meth:`fit_finalize`: a fit and an
+        update run one code path. An op whose statistics
+        cannot be merged this way leaves this method undefined; :meth:`check_updatable`
+        then says so.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import tabflow as nvt
+        >>> from tabflow import ops
+        >>> op = ops.NormalizeMinMax()
+        >>> _ = nvt.Workflow(["x"] >> op).fit(pd.DataFrame({"x": [1.0, 4.0]}))
+        >>> op.fitted_partial()
+        {'x': (1.0, 4.0)}
+        """
+        self.check_updatable()
+        raise NotUpdatableError(f"{type(self).__name__} cannot be updated with new data")  # pragma: no cover
+
+    def check_updatable(self) -> None:
+        """Raise :class:`NotUpdatableError` naming the op and why, unless its fitted state can
+        be continued with new data. :meth:`tabflow.Workflow.partial_fit` asks every op before
+        it reads any data, so that a refusal leaves the workflow as it was.
+
+        Examples
+        --------
+        >>> from tabflow import ops
+        >>> class Mean(ops.StatOperator):
+        ...     pass
+        >>> try:
+        ...     Mean().check_updatable()
+        ... except ops.NotUpdatableError as err:
+        ...     print(str(err)[:47])
+        Mean cannot be updated with new data: it has no
+        """
+        if type(self).fitted_partial is StatOperator.fitted_partial:
+            raise NotUpdatableError(
+                f"{type(self).__name__} cannot be updated with new data: it has no fitted_partial() giving its "
+                "fitted statistics as a partial to merge with the new data's; refit the workflow on all the data, "
+                "or implement fitted_partial"
+            )
+        if not self.fitted:
+            raise NotFittedError(f"{type(self).__name__} has no statistics to update: fit the workflow first")
+        for name, why in self.update_needs.items():
+            if not hasattr(self, name):
+                raise NotUpdatableError(f"{type(self).__name__} cannot be updated with new data: {why}")
 
     def set_storage_path(self, new_path: str | os.PathLike, copy: bool = False) -> None:
         """Move files the op keeps outside the workflow to ``new_path`` (writing them there

@@ -44,7 +44,7 @@ from tabflow.ops.list_slice import ListSlice
 from tabflow.ops.logop import LogOp
 from tabflow.ops.normalize import Normalize
 from tabflow.ops.normalize_minmax import NormalizeMinMax
-from tabflow.ops.operator import NotFittedError, Operator, StatOperator
+from tabflow.ops.operator import NotFittedError, NotUpdatableError, Operator, StatOperator
 from tabflow.ops.reduce_dtype_size import ReduceDtypeSize
 from tabflow.ops.rename import Rename
 from tabflow.ops.target_encoding import TargetEncoding
@@ -55,6 +55,7 @@ __all__ = [
     "Operator",
     "StatOperator",
     "NotFittedError",
+    "NotUpdatableError",
     "Clip",
     "Categorify",
     "get_embedding_sizes",

@@ -60,9 +60,24 @@ def partial_stats(df: Any, keys: list[str], values: Sequence[str]) -> Any:
     return work.groupby(keys, dropna=False, sort=False).agg(**aggs).reset_index()
 
 
+def on_one_engine(frames: Sequence[Any]) -> list[Any]:
+    """``frames`` on the engine of the last one: a fitted table (on the host once loaded)
+    merged with the new data's partial (on the engine that read it).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.ops._groupstats import on_one_engine
+    >>> len(on_one_engine([pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [2]})]))
+    2
+    """
+    engine = backend_for(frames[-1])
+    return [f if backend_for(f) is engine else engine.from_host(backend_for(f).to_host(f)) for f in frames]
+
+
 def combine_stats(partials: Iterable[Any], keys: list[str], values: Sequence[str]) -> Any:
     """Merge partial statistics frames (associative; the result is again a partial)."""
-    partials = list(partials)
+    partials = on_one_engine(list(partials))
     non_empty = [p for p in partials if len(p)] or partials[:1]
     backend = backend_for(non_empty[0])
     frame = backend.concat_rows(non_empty)

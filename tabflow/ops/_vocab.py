@@ -47,6 +47,10 @@ __all__ = [
     "count_values",
     "merge_counts",
     "build_vocabulary",
+    "extend_vocabulary",
+    "extend_held_vocabulary",
+    "held_counts",
+    "counts_of",
     "user_vocabulary",
     "Vocabularies",
     "HeldVocabulary",
@@ -239,6 +243,8 @@ def merge_counts(partials: list[tuple[Any, int]], split_every: int | None = None
     frames = [p[0] for p in partials if len(p[0])]
     if not frames:
         return partials[0][0], nulls
+    if len({backend_for(frame).name for frame in frames}) > 1:  # a fitted vocabulary's counts (an update's)
+        frames = [backend_for(frame).to_host(frame) for frame in frames]
     if len({KEY in frame.columns for frame in frames}) > 1:  # some partition had a long string
         frames = [_unkeyed(frame) for frame in frames]
     fan_in = max(2, int(split_every)) if split_every else len(frames)
@@ -279,6 +285,151 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
     for name in value_columns:
         vocab[name] = _plain_dtype(vocab[name])
     return vocab
+
+
+def extend_vocabulary(
+    known: pd.DataFrame, counts: pd.DataFrame, freq_threshold: int, limit: int | None,
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """An updated vocabulary: ``known``'s values first, in their order, with their counts from
+    ``counts``, then the values of ``counts`` that ``known`` lacks, as :func:`build_vocabulary`
+    orders and limits them (``limit`` counts the known values too). Also returns, with a
+    ``freq_threshold``, the counted values still below it (None without one).
+
+    ``counts`` (host, keyed or not) holds every value counted so far, the known ones included:
+    the fitted counts merged with the new data's.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.ops._vocab import extend_vocabulary
+    >>> known = pd.DataFrame({"value": ["b", "a"], "count": [2, 1]})
+    >>> counts = pd.DataFrame({"value": ["a", "b", "c", "d", "e"], "count": [9, 2, 3, 1, 3]})
+    >>> vocab, left = extend_vocabulary(known, counts, freq_threshold=2, limit=None)
+    >>> vocab["value"].tolist(), vocab["count"].tolist(), left["value"].tolist()
+    (['b', 'a', 'c', 'e'], [2, 9, 3, 3], ['d'])
+    """
+    counts = _unkeyed(counts).reset_index(drop=True)
+    value_columns = [c for c in counts.columns if c != COUNT]
+    host = get_backend("pandas")
+
+    def keys(frame: pd.DataFrame) -> Any:
+        return frame[value_columns[0]] if len(value_columns) == 1 else frame[value_columns]
+
+    known = known[value_columns].reset_index(drop=True)
+    positions = np.asarray(host.lookup(host.lookup_table(keys(known)), keys(counts)), dtype=np.int64)
+    found = positions >= 0
+    numbers = counts[COUNT].to_numpy(dtype=np.int64)
+    known_counts = np.zeros(len(known), dtype=np.int64)
+    known_counts[positions[found]] = numbers[found]
+    candidates = counts[~found].reset_index(drop=True)
+    room = None if limit is None else max(limit - len(known), 0)
+    added = build_vocabulary(candidates, freq_threshold, room)
+    head = known.assign(**{COUNT: known_counts})
+    vocab = pd.concat([head, added], ignore_index=True) if len(added) else head
+    left = candidates[candidates[COUNT] < freq_threshold].reset_index(drop=True) if freq_threshold else None
+    return vocab, left
+
+
+def held_counts(held: HeldVocabulary) -> pd.DataFrame | None:
+    """A vocabulary held as its table of short strings, as the count table (:data:`KEY`,
+    ascending) a partition's counts merge with; None when its table holds no keys.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends import get_backend
+    >>> from tabflow.ops._vocab import _keyed, held_counts, held_vocabulary
+    >>> counts = pd.DataFrame({"value": pd.Series(["a", "b", "c"], dtype="str"), "count": [1, 3, 2]})
+    >>> held = held_vocabulary(_keyed(get_backend("pandas"), counts), 0, None)
+    >>> held_counts(held)["count"].tolist()  # in key (value) order
+    [1, 3, 2]
+    """
+    from tabflow.backends.kernels import short_string_key_rows
+
+    key_rows = short_string_key_rows(held.table) if held.backend == "pandas" else None
+    if key_rows is None:
+        return None
+    keys, rows = key_rows
+    counts = held.count_values if held.count_runs is None else np.repeat(held.count_values, held.count_runs)
+    numbers = counts[rows]
+    if not len(numbers) or int(numbers.max()) < 2**32:
+        numbers = numbers.astype(np.uint32)
+    return pd.DataFrame({KEY: keys, COUNT: numbers}, copy=False)
+
+
+def extend_held_vocabulary(
+    held: HeldVocabulary, counts: pd.DataFrame, freq_threshold: int, limit: int | None,
+) -> tuple[HeldVocabulary, pd.DataFrame | None] | None:
+    """:func:`extend_vocabulary` of a vocabulary held as its table of short strings, with
+    ``counts`` keyed (:data:`KEY`): done on the keys, the strings never written out. None
+    when either is not so (the caller then extends the vocabulary's DataFrame).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends import get_backend
+    >>> from tabflow.ops._vocab import _keyed, extend_held_vocabulary, held_vocabulary
+    >>> pandas = get_backend("pandas")
+    >>> held = held_vocabulary(_keyed(pandas, pd.DataFrame({"value": pd.Series(["b", "a"], dtype="str"), "count": [2, 1]})), 0, None)
+    >>> counts = _keyed(pandas, pd.DataFrame({"value": pd.Series(list("abcde"), dtype="str"), "count": [9, 2, 3, 1, 3]}))
+    >>> grown, rare = extend_held_vocabulary(held, counts, 2, None)
+    >>> grown.frame()["value"].tolist(), grown.frame()["count"].tolist(), rare["value"].tolist()
+    (['b', 'a', 'c', 'e'], [2, 9, 3, 3], ['d'])
+    """
+    from tabflow.backends.kernels import short_string_key_rows, short_string_lookup, sorted_key_counts
+
+    key_rows = short_string_key_rows(held.table) if held.backend == "pandas" else None
+    if key_rows is None or KEY not in counts.columns:
+        return None
+    known_keys, known_rows = key_rows
+    keys, numbers = counts[KEY].to_numpy(), counts[COUNT].to_numpy().astype(np.int64)
+    if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):  # from a grouping, not a merge
+        ascending = np.argsort(keys, kind="stable")
+        keys, numbers = keys[ascending], numbers[ascending]
+    known_counts, new = sorted_key_counts(known_keys, known_rows, keys, numbers)
+    new_keys, new_numbers = keys[new], numbers[new]  # ascending, as the values
+    below = new_numbers < freq_threshold if freq_threshold else np.zeros(len(new_keys), dtype=bool)
+    rare = None
+    if freq_threshold:
+        rare = _unkeyed(pd.DataFrame({KEY: new_keys[below], COUNT: new_numbers[below]}, copy=False))
+    eligible = np.flatnonzero(~below)
+    order = eligible[np.argsort(-new_numbers[eligible], kind="stable")]  # count descending, value ascending
+    room = None if limit is None else max(limit - len(known_keys), 0)
+    if room is not None:
+        order = order[:room]
+    added = np.sort(order)  # the added keys in ascending order, each with its new row
+    new_rows = np.empty(len(new_keys), dtype=np.int64)
+    new_rows[order] = len(known_keys) + np.arange(len(order))
+    all_keys = np.concatenate([known_keys, new_keys[added]])
+    all_rows = np.concatenate([known_rows.astype(np.int64), new_rows[added]])
+    merged = np.argsort(all_keys, kind="stable")  # two ascending runs: merged in one pass
+    size = len(all_keys)
+    table = short_string_lookup(all_keys[merged], all_rows[merged].astype(np.int32 if size < 2**31 else np.int64))
+    return HeldVocabulary.of(table, "pandas", np.concatenate([known_counts, new_numbers[order]])), rare
+
+
+def counts_of(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """One host count table of several (a vocabulary and the counts of values below its
+    threshold), in the form the pandas engine counts in: short strings as their keys, in
+    ascending order, so that merging it with a partition's counts merges sorted runs.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.ops._vocab import counts_of
+    >>> table = counts_of([pd.DataFrame({"value": pd.Series(["b"], dtype="str"), "count": [2]}),
+    ...                    pd.DataFrame({"value": pd.Series(["a"], dtype="str"), "count": [1]})])
+    >>> list(table.columns), table["count"].tolist()
+    (['value_key', 'count'], [1, 2])
+    """
+    frames = [frame for frame in frames if len(frame)] or frames[:1]
+    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    table = table.assign(**{COUNT: table[COUNT].astype("int64")})
+    keyed = _keyed(get_backend("pandas"), table)
+    if KEY in keyed.columns:
+        order = np.argsort(keyed[KEY].to_numpy(), kind="stable")
+        return keyed.take(order).reset_index(drop=True)
+    return keyed
 
 
 def _ascending_strings(counts: pd.DataFrame, value_columns: list[str]) -> bool:

@@ -18,13 +18,14 @@ from tabflow.backends import backend_for, get_backend
 from tabflow.backends.protocol import Frame
 from tabflow.graph.executor import combining_last
 from tabflow.graph.kernels import Kernel
+from tabflow.graph.operator import keeping_update_state
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _vocab, _vocab_files, _vocab_kernels
 from tabflow.ops._schema_hooks import SchemaFromColumns
 from tabflow.ops.embedding_sizes import (
     get_embedding_sizes,  # also importable from here, as in NVTabular
 )
-from tabflow.ops.operator import NotFittedError, StatOperator
+from tabflow.ops.operator import NotFittedError, NotUpdatableError, StatOperator
 from tabflow.schema import ColumnSchema, Schema, Tags
 
 __all__ = ["Categorify", "get_embedding_sizes"]
@@ -144,9 +145,23 @@ class Categorify(SchemaFromColumns, StatOperator):
         layout (0 for the first); empty otherwise.
     encodings_ : dict of str to str
         Vocabulary of each output column.
+    oov_counts_ : dict of str to int
+        Non-null values sent to OOV while fitting (by ``freq_threshold`` or ``max_size``), per
+        counted vocabulary.
+    rare_counts_ : dict of str to DataFrame
+        Kept by a workflow started with :meth:`~tabflow.Workflow.partial_fit`, per vocabulary
+        with a ``freq_threshold``: the values still below it and their counts, which the next
+        update adds to.
 
     Notes
     -----
+    **Updates** (:meth:`tabflow.Workflow.partial_fit`): every value already known keeps its
+    index, and new values get the indices after the existing ones, in the order a fit gives
+    them, so the first rows of an embedding table stay valid. ``freq_threshold`` applies to
+    the counts summed over the fit and every update, ``max_size`` caps the total (values past
+    it go to the OOV indices), and the ``out_path`` files are written again. With
+    ``single_table`` an update is refused (a grown vocabulary would move the later ones).
+
     Each output column's schema carries ``cardinality`` (embedding rows: vocabulary + OOV
     indices + 2), ``embedding_sizes`` (``{"cardinality", "dimension"}``, read by
     :func:`~tabflow.ops.get_embedding_sizes`), ``domain``, ``num_buckets``,
@@ -520,11 +535,19 @@ class Categorify(SchemaFromColumns, StatOperator):
         # gain in its time.)
         def merge(key: str) -> dict[str, Any]:
             unit = partials[0][key]["unit"]
-            parts = [p.pop(key)["counts"] for p in partials]
-            counts = None
+            entries = [p.pop(key) for p in partials]
+            parts = [entry["counts"] for entry in entries]
+            merged: dict[str, Any] = {"unit": unit, "counts": None}
             if parts[0] is not None:  # None: a user vocabulary, nothing counted
-                counts = _vocab.merge_counts(parts, _vocab.per_column(self.split_every, unit, 8))
-            return {"unit": unit, "counts": counts}
+                merged["counts"] = _vocab.merge_counts(parts, _vocab.per_column(self.split_every, unit, 8))
+            # An update's fitted partial (see fitted_partial) brings the known values in index
+            # order, and the rows counted earlier that no table holds.
+            for entry in entries:
+                if entry.get("known") is not None:
+                    merged["known"] = entry["known"]
+                if entry.get("uncounted"):
+                    merged["uncounted"] = merged.get("uncounted", 0) + entry["uncounted"]
+            return merged
 
         keys = list(partials[0])
         if combining_last():
@@ -542,21 +565,31 @@ class Categorify(SchemaFromColumns, StatOperator):
         # pandas engine gets its lookup table there too: one of short strings is held as its
         # table (see Vocabularies), built straight from the keys they were counted as.
         pending = {key: entry.pop("counts") for key, entry in partial.items()}
+        known = {key: entry.pop("known", None) for key, entry in partial.items()}
+        uncounted = {key: entry.pop("uncounted", 0) for key, entry in partial.items()}
         vocabs = _vocab.Vocabularies(dict.fromkeys(partial))  # the units' order, filled in the threads
+        rare: dict[str, Any] = {}
+        keep_rare = keeping_update_state()  # read here: the threads below do not see this one's context
 
         def build(key: str, unit: _vocab.Unit) -> tuple[int, tuple[int, int, int] | None, Any]:
-            vocab, null_count, unit_observed, table = self._finalize_unit(unit, pending.pop(key))
+            vocab, null_count, unit_observed, table, left = self._finalize_unit(
+                unit, pending.pop(key), known.pop(key), uncounted[key], keep_rare
+            )
             vocabs[key] = vocab
             if table is not None and not isinstance(vocab, _vocab.HeldVocabulary):
                 vocabs.hold_as_table(key, vocab, table, get_backend("pandas"))
+            if left is not None:
+                rare[key] = left
             return null_count, unit_observed, table
 
         built = _in_threads(build, [(key, entry["unit"]) for key, entry in partial.items()])
+        oov_counts = {}
         for (key, entry), (null_count, unit_observed, table) in zip(partial.items(), built):
             unit = entry["unit"]
             nulls[key] = null_count
             if unit_observed is not None:
                 observed[key] = unit_observed
+                oov_counts[key] = unit_observed[1]
             if table is not None:
                 tables[(key, "pandas")] = table
             slots[key] = self._n_oov(unit)
@@ -570,17 +603,27 @@ class Categorify(SchemaFromColumns, StatOperator):
             self._write_vocabularies(partial, vocabs, slots, observed, shifts)
         self.vocabs_, self.oov_slots_, self.null_counts_ = vocabs, slots, nulls
         self.encodings_, self.combo_inputs_ = encodings, combos
+        self.oov_counts_ = oov_counts
+        if keep_rare:
+            self.rare_counts_ = dict(rare)
         self.offsets_ = _single_table_offsets(vocabs, slots) if self.single_table else {}
         tables[_BUILT_FROM] = (vocabs, vocabs.version)
         self._tables = tables
 
-    def _finalize_unit(self, unit: _vocab.Unit, unit_counts: Any) -> tuple[Any, int, tuple[int, int, int] | None, Any]:
-        """``(vocabulary, null count, (nulls, dropped, kept) or None, lookup table or None)`` of
-        one unit. The vocabulary is a DataFrame, or a HeldVocabulary where the pandas engine
-        counted short strings as their keys; the table is built where the counts are on the
-        pandas engine (the host), which the vocabulary is on too."""
+    def _finalize_unit(
+        self, unit: _vocab.Unit, unit_counts: Any, known: Any = None, uncounted: int = 0, keep_rare: bool = False,
+    ) -> tuple[Any, int, tuple[int, int, int] | None, Any, Any]:
+        """``(vocabulary, null count, (nulls, dropped, kept) or None, lookup table or None,
+        counts below freq_threshold or None)`` of one unit. The vocabulary is a DataFrame, or
+        a HeldVocabulary where the pandas engine counted short strings as their keys; the
+        table is built where the counts are on the pandas engine (the host), which the
+        vocabulary is on too. With ``known`` (an update: the fitted values in index order)
+        those values keep their indices and new ones follow (:func:`_vocab.extend_vocabulary`);
+        ``uncounted`` rows were counted by earlier fits for values no table holds (past
+        ``max_size``); with ``keep_rare`` (a fit to be updated) the counts of the values below
+        ``freq_threshold`` are returned."""
         if unit_counts is None:
-            return _vocab.user_vocabulary(self._user_vocab(unit)), 0, None, None
+            return _vocab.user_vocabulary(self._user_vocab(unit)), 0, None, None, None
         counts, null_count = unit_counts
         engine = backend_for(counts)
         counts = engine.to_host(counts)
@@ -588,16 +631,100 @@ class Categorify(SchemaFromColumns, StatOperator):
         max_size = _vocab.per_column(self.max_size, unit, 0)
         limit = max_size - 2 - self._n_oov(unit) if max_size else None
         threshold = _vocab.per_column(self.freq_threshold, unit, 0)
-        seen = int(counts[_vocab.COUNT].sum())
-        if _vocab.KEY in counts.columns:  # short strings counted as keys: held as the table from the start
-            vocab = _vocab.held_vocabulary(counts, threshold, limit)
+        seen = int(counts[_vocab.COUNT].sum()) + uncounted
+        # What a later update needs of the values left without an index: their counts, while
+        # they may still cross freq_threshold (past max_size they never get one).
+        keep_rare = bool(threshold) and keep_rare
+        if known is not None:
+            extended = _vocab.extend_held_vocabulary(known, counts, threshold, limit) if isinstance(known, _vocab.HeldVocabulary) else None
+            if extended is not None:  # ids as keys: extended on the keys, held as the table
+                held, rare = extended
+                del counts
+                return held, null_count, (null_count, seen - held.total_count(), held.total_count()), held.table, rare if keep_rare else None
+            if isinstance(known, _vocab.HeldVocabulary):
+                known = known.frame()
+            vocab, rare = _vocab.extend_vocabulary(known, counts, threshold, limit)
+        elif _vocab.KEY in counts.columns:  # short strings counted as keys: held as the table from the start
+            held = _vocab.held_vocabulary(counts, threshold, limit)
+            rare = _vocab._unkeyed(counts[counts[_vocab.COUNT] < threshold]).reset_index(drop=True) if keep_rare else None
             del counts
-            return vocab, null_count, (null_count, seen - vocab.total_count(), vocab.total_count()), vocab.table
-        vocab = _vocab.build_vocabulary(counts, threshold, limit)
+            return held, null_count, (null_count, seen - held.total_count(), held.total_count()), held.table, rare
+        else:
+            vocab = _vocab.build_vocabulary(counts, threshold, limit)
+            rare = counts[counts[_vocab.COUNT] < threshold].reset_index(drop=True) if keep_rare else None
         del counts
         kept = int(vocab[_vocab.COUNT].sum())
         table = engine.lookup_table(vocab["value"]) if engine.name == "pandas" and not unit.combo else None
-        return vocab, null_count, (null_count, seen - kept, kept), table
+        return vocab, null_count, (null_count, seen - kept, kept), table, rare if keep_rare else None
+
+    # ----------------------------------------------------------------- updates
+    def check_updatable(self) -> None:
+        super().check_updatable()
+        if self.single_table:
+            raise NotUpdatableError(
+                "Categorify(single_table=True) cannot be updated with new data: its vocabularies lie one after "
+                "another in one index space, so a vocabulary that grew would move every later one's indices"
+            )
+        entries = self._vocabularies()._entries()
+        for key, entry in entries.items():
+            unit = self._fitted_unit(key)
+            if self._user_vocab(unit) is not None:
+                continue  # the values given stay as they are
+            counted = isinstance(entry, _vocab.HeldVocabulary) or (
+                _vocab.COUNT in entry.columns and not bool(backend_for(entry).to_host(entry[_vocab.COUNT].isna()).any())
+            )
+            if not counted:
+                raise NotUpdatableError(
+                    f"Categorify cannot update the vocabulary {key!r}: it has no counts (a vocabulary set by hand), and "
+                    "a count is what orders and thresholds the values an update adds; fit the workflow again"
+                )
+            if _vocab.per_column(self.freq_threshold, unit, 0) and key not in getattr(self, "rare_counts_", {}):
+                raise NotUpdatableError(
+                    f"Categorify cannot update the vocabulary {key!r}: freq_threshold applies to the counts summed over "
+                    "every update, and the counts of the values still below it were not kept (Workflow.fit keeps "
+                    "none); fit the workflow with Workflow.partial_fit, which keeps them, to update it later"
+                )
+
+    def fitted_partial(self) -> dict[str, Any]:
+        """Per vocabulary: the counts of every value counted so far (the vocabulary's and, with
+        ``freq_threshold``, those still below it) and of nulls, the values in index order
+        (``known``), and the rows counted for values no table holds (past ``max_size``)."""
+        self.check_updatable()
+        vocabs = self._vocabularies()
+        rare = getattr(self, "rare_counts_", {})
+        partial: dict[str, dict[str, Any]] = {}
+        for key in vocabs:
+            unit = self._fitted_unit(key)
+            if self._user_vocab(unit) is not None:
+                partial[key] = {"unit": unit, "counts": None}
+                continue
+            below = rare.get(key)
+            below = backend_for(below).to_host(below) if below is not None else None
+            entry = vocabs._entries()[key]
+            keyed = _vocab.held_counts(entry) if isinstance(entry, _vocab.HeldVocabulary) else None
+            if keyed is not None:  # ids held as keys: the counts stay keys, the strings unwritten
+                known = entry
+                counts = keyed if below is None else _vocab.merge_counts([(keyed, 0), (_vocab.counts_of([below]), 0)])[0]
+            else:
+                known = backend_for(vocabs[key]).to_host(vocabs[key])
+                counts = _vocab.counts_of([known] if below is None else [known, below])
+            # Rows sent to OOV are those of the values below the threshold (counted here) and
+            # those past max_size, which no table holds.
+            rare_rows = int(below[_vocab.COUNT].sum()) if below is not None else 0
+            partial[key] = {
+                "unit": unit,
+                "counts": (counts, int(self.null_counts_[key])),
+                "known": known,
+                "uncounted": max(int(getattr(self, "oov_counts_", {}).get(key, 0)) - rare_rows, 0),
+            }
+        return partial
+
+    def _fitted_unit(self, key: str) -> _vocab.Unit:
+        """The unit vocabulary ``key`` was fitted for, from the fitted encodings."""
+        if key in self.combo_inputs_:
+            return _vocab.Unit(key, tuple(self.combo_inputs_[key]), (key,), combo=True)
+        outputs = tuple(column for column, vocabulary in self.encodings_.items() if vocabulary == key)
+        return _vocab.Unit(key, outputs, outputs)
 
     def _warn_if_large(self, key: str, counts: Any) -> None:
         size = int(counts.memory_usage(deep=True, index=True).sum())

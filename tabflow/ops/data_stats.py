@@ -9,6 +9,7 @@ import numpy as np
 
 from tabflow.backends import backend_for, get_backend
 from tabflow.backends.protocol import Frame
+from tabflow.graph.operator import keeping_update_state
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import merge_moments
 from tabflow.ops.operator import StatOperator
@@ -110,6 +111,15 @@ class DataStats(StatOperator):
         return combined
 
     def fit_finalize(self, partial: dict[str, dict[str, Any]]) -> None:
+        if keeping_update_state():
+            # The merged moments, ranges and distinct values, which the summary table rounds
+            # or counts: what the next update merges with (distinct values as a series, saved
+            # as parquet).
+            host = get_backend("pandas")
+            self.totals_ = {
+                name: {**entry, "distinct": host.series(entry["distinct"])} if "distinct" in entry else dict(entry)
+                for name, entry in partial.items()
+            }
         rows = []
         for name, entry in partial.items():
             is_list = "lengths" in entry
@@ -135,6 +145,21 @@ class DataStats(StatOperator):
             "max": "float64", "mean": "float64", "std": "float64", "cardinality": "Int64",
             "list_min": "Int64", "list_max": "Int64", "list_mean": "float64",
         })
+
+    update_needs = {
+        "totals_": (
+            "its cardinalities merge only through the distinct values, which Workflow.fit does not keep; fit the "
+            "workflow with Workflow.partial_fit, which keeps them, to update it later"
+        ),
+    }
+
+    def fitted_partial(self) -> dict[str, dict[str, Any]]:
+        """The merged statistics of every column, as the fit's last merge left them."""
+        self.check_updatable()
+        return {
+            name: {**entry, "distinct": entry["distinct"].tolist()} if "distinct" in entry else dict(entry)
+            for name, entry in self.totals_.items()
+        }
 
     @property
     def output(self) -> dict[str, dict[str, Any]]:

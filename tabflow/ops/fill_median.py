@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from tabflow.backends import backend_for
+from tabflow.backends import backend_for, get_backend
 from tabflow.backends.protocol import Frame
 from tabflow.graph.kernels import Kernel
+from tabflow.graph.operator import keeping_update_state
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric, warn_no_finite_values
 from tabflow.ops.fill_missing import FillsNulls, fill_columns, fill_kernels
@@ -33,6 +34,12 @@ class FillMedian(FillsNulls, StatOperator):
     ratings, ages and other low-cardinality columns; for a continuous column with mostly
     distinct values it approaches 16 bytes per row on the process that merges, which is
     still far less than the whole frame but more than an approximate sketch would use.
+
+    Updates (:meth:`tabflow.Workflow.partial_fit`) stay exact: a workflow started with
+    ``partial_fit`` keeps each column's value counts (``value_counts_``, 16 bytes per distinct
+    value, saved with the workflow), and an update merges the new data's counts with them.
+    For a column with mostly distinct values they grow with the rows seen; a plain
+    :meth:`~tabflow.Workflow.fit` keeps none, and such a workflow cannot be updated.
 
     Float columns keep their dtype; integer columns become ``float64`` because the median of
     an even number of integers can be fractional.
@@ -80,9 +87,31 @@ class FillMedian(FillsNulls, StatOperator):
         return {name: _merge_counts([p[name] for p in partials]) for name in partials[0]}
 
     def fit_finalize(self, partial: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        medians = {name: _median_from_counts(*_merge_counts([vc])) for name, vc in partial.items()}
+        merged = {name: _merge_counts([vc]) for name, vc in partial.items()}
+        medians = {name: _median_from_counts(*vc) for name, vc in merged.items()}
         warn_no_finite_values("FillMedian", [n for n, m in medians.items() if math.isnan(m)], "keep their nulls")
+        if keeping_update_state():
+            # A median merges only through the counts it is read from: kept for the next update.
+            host = get_backend("pandas")
+            self.value_counts_ = {
+                name: host.frame_from_dict({"value": values, "count": counts}) for name, (values, counts) in merged.items()
+            }
         self.medians_ = medians
+
+    update_needs = {
+        "value_counts_": (
+            "a median merges only through the counts of every distinct value, which Workflow.fit does not keep (16 bytes "
+            "per distinct value); fit the workflow with Workflow.partial_fit, which keeps them, to update it later"
+        ),
+    }
+
+    def fitted_partial(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The fitted distinct values of each column and their counts."""
+        self.check_updatable()
+        return {
+            name: (table["value"].to_numpy(dtype="float64"), table["count"].to_numpy(dtype="int64"))
+            for name, table in self.value_counts_.items()
+        }
 
     def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
 from tabflow.graph.node import Node
+from tabflow.graph.operator import keeping_update_state
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
 from tabflow.ops._numeric import require_numeric
@@ -34,6 +35,11 @@ class JoinGroupby(SchemaFromColumns, StatOperator):
     Output dtypes are NVTabular 23.08's: counts int32, ``mean``/``std``/``var`` float32, and
     ``sum``/``min``/``max`` the dtype of the continuous column, in its nullable form for
     integers (``Int64`` for ``int64``), since unseen keys have no statistics.
+
+    Updates (:meth:`tabflow.Workflow.partial_fit`) merge each group's counts, sums, extremes
+    and M2 with the new data's (Chan's parallel formula): the statistics of all the data
+    seen. A workflow started with ``partial_fit`` keeps these per-group moments
+    (``group_stats_``, saved with it); one fitted by ``fit`` does not, and cannot be updated.
 
     Parameters
     ----------
@@ -151,10 +157,28 @@ class JoinGroupby(SchemaFromColumns, StatOperator):
         return combined
 
     def fit_finalize(self, partial: dict[str, tuple]) -> None:
+        if keeping_update_state():
+            # Counts, sums, extremes and M2 per group: what the next update merges with (the
+            # output statistics alone lose the moments).
+            self.group_stats_ = {
+                name: {"keys": list(keys), "conts": list(conts), "partial": frame} for name, (keys, conts, frame) in partial.items()
+            }
         self.stats_ = {
             name: gs.finalize_stats(frame, list(keys), conts, self._stats(), self._names(keys, conts))
             for name, (keys, conts, frame) in partial.items()
         }
+
+    update_needs = {
+        "group_stats_": (
+            "its statistics merge through each group's counts, sums and moments, which Workflow.fit does not keep; fit "
+            "the workflow with Workflow.partial_fit, which keeps them, to update it later"
+        ),
+    }
+
+    def fitted_partial(self) -> dict[str, tuple]:
+        """The merged per-group statistics the fitted tables were finalized from."""
+        self.check_updatable()
+        return {name: (tuple(g["keys"]), list(g["conts"]), g["partial"]) for name, g in self.group_stats_.items()}
 
     def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()

@@ -56,6 +56,9 @@ class Normalize(StatOperator):
     ----------
     means_, stds_ : dict of str to float
         Fitted statistics (also readable as NVTabular's ``means`` and ``stds``).
+    counts_ : dict of str to int
+        The finite values each column's statistics come from, which an update
+        (:meth:`tabflow.Workflow.partial_fit`) merges with the new data's by Chan's formula.
 
     Examples
     --------
@@ -90,6 +93,22 @@ class Normalize(StatOperator):
         warn_no_finite_values("Normalize", [name for name, m in partial.items() if not m[0]], "transform to all-null")
         self.means_ = {name: m[1] if m[0] else float("nan") for name, m in partial.items()}
         self.stds_ = {name: float(np.sqrt(m[2] / (m[0] - 1))) if m[0] > 1 else 0.0 for name, m in partial.items()}
+        self.counts_ = {name: int(m[0]) for name, m in partial.items()}
+
+    update_needs = {
+        "counts_": (
+            "it was fitted by a tabflow that kept no counts of the values its means and deviations come from "
+            "(a workflow saved by an earlier release); fit it again"
+        ),
+    }
+
+    def fitted_partial(self) -> dict[str, tuple[float, float, float]]:
+        """The fitted (count, mean, M2) of each column; M2 from the sample deviation."""
+        self.check_updatable()
+        return {
+            name: (float(n), self.means_[name] if n else 0.0, self.stds_[name] ** 2 * (n - 1) if n > 1 else 0.0)
+            for name, n in self.counts_.items()
+        }
 
     def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()

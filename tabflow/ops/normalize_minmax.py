@@ -99,6 +99,11 @@ class NormalizeMinMax(StatOperator):
         self.mins_ = {name: m[0] for name, m in partial.items()}
         self.maxs_ = {name: m[1] for name, m in partial.items()}
 
+    def fitted_partial(self) -> dict[str, tuple[float, float]]:
+        """The fitted range of each column (NaN where no finite value was seen)."""
+        self.check_updatable()
+        return {name: (float(low), float(self.maxs_[name])) for name, low in self.mins_.items()}
+
     def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         # x / (2x) is 0/0 for x = 0 and inf/inf for infinities: NaN is the documented result.

@@ -16,9 +16,10 @@ from __future__ import annotations
 from tabflow.graph.operator import (
     OPERATOR_REGISTRY,
     NotFittedError,
+    NotUpdatableError,
     Operator,
     StatOperator,
 )
 from tabflow.graph.selector import ColumnSelector
 
-__all__ = ["Operator", "StatOperator", "NotFittedError", "OPERATOR_REGISTRY", "ColumnSelector"]
+__all__ = ["Operator", "StatOperator", "NotFittedError", "NotUpdatableError", "OPERATOR_REGISTRY", "ColumnSelector"]

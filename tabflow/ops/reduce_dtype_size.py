@@ -76,13 +76,22 @@ class ReduceDtypeSize(StatOperator):
         combined = {}
         for name in partials[0]:
             known = [p[name] for p in partials if p[name][1] is not None]
-            kind, dtype = partials[0][name][0], partials[0][name][3]
+            # A fitted partial (an update's) knows no input dtype: the new data's gives it.
+            kind, dtype = partials[0][name][0], next(p[name][3] for p in partials if p[name][3] is not None)
             combined[name] = (kind, min(k[1] for k in known), max(k[2] for k in known), dtype) if known else (kind, None, None, dtype)
         return combined
 
     def fit_finalize(self, partial: dict[str, tuple[str, float | None, float | None, str]]) -> None:
         self.ranges_ = {name: [low, high] for name, (_, low, high, _) in partial.items()}
         self.dtypes_ = {name: self._target(dtype, name) for name, (_, _, _, dtype) in partial.items()}
+
+    def fitted_partial(self) -> dict[str, tuple[str, float | None, float | None, str | None]]:
+        """The fitted range of each column; its input dtype comes with the new data's partial,
+        so an update widens the output dtype where the merged range needs it."""
+        self.check_updatable()
+        return {
+            name: ("f" if "float" in self.dtypes_[name] else "i", low, high, None) for name, (low, high) in self.ranges_.items()
+        }
 
     def _target(self, dtype: str, name: str) -> str:
         low, high = getattr(self, "ranges_", {}).get(name, (None, None))

@@ -53,6 +53,13 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     The output columns are tagged continuous (the target's own tags, such as ``target``,
     are not carried over, so a loader never takes an encoding for a label).
 
+    **Updates.** :meth:`tabflow.Workflow.partial_fit` adds the new data's sums and counts to
+    the fitted ones, per key and fold: the encodings are those of all the data seen. Every
+    row seen keeps its fold (a partition's folds depend only on its content and
+    ``fold_seed``), the new partitions get theirs as a fit would give them, and all of them
+    are recognised as training data afterwards, each row encoded without its fold's
+    statistics over every day seen. The prior ``mean`` is the mean of all the data seen.
+
     Parameters
     ----------
     target : str, list of str, ColumnSelector or Node
@@ -216,7 +223,7 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
     def combine_partials(self, partials: list[dict[str, Any]]) -> dict[str, Any]:
         tables = {}
         for name, (keys, _) in partials[0]["tables"].items():
-            frames = [p["tables"][name][1] for p in partials]
+            frames = gs.on_one_engine([p["tables"][name][1] for p in partials])
             frames = [f for f in frames if len(f)] or frames[:1]
             stacked = backend_for(frames[0]).concat_rows(frames)
             tables[name] = (keys, stacked.groupby([*keys, FOLD], dropna=False, sort=False).sum().reset_index())
@@ -246,6 +253,27 @@ class TargetEncoding(SchemaFromColumns, StatOperator):
             _vocab_files.write_statistics(self.out_path, self._nvtabular_tables(statistics, fold_statistics, targets))
         self.means_, self.partitions_, self.encodings_, self.oof_encodings_ = means, partitions, encodings, oof_encodings
         self.statistics_, self.fold_statistics_ = statistics, fold_statistics
+
+    update_needs = {
+        "statistics_": (
+            "it was fitted by a tabflow that kept no statistics tables (a workflow saved by an earlier release); "
+            "fit it again"
+        ),
+    }
+
+    def fitted_partial(self) -> dict[str, Any]:
+        """The fitted statistics per key and fold (fold 0 without folds) and the fitted
+        partitions' fingerprints: an update adds the new data's rows to the same keys and
+        folds, and the new partitions to the training data it recognises."""
+        self.check_updatable()
+        targets = list(self.means_)
+        stats = {ROWS, *(f"{p}_{t}" for t in targets for p in "ns")}
+        tables = {}
+        for name, full in self.statistics_.items():
+            keys = tuple(c for c in full.columns if c not in stats)
+            table = self.fold_statistics_[name] if self._kfold > 1 else full.assign(**{FOLD: 0})
+            tables[name] = (keys, table[[*keys, FOLD, *(c for c in table.columns if c in stats)]])
+        return {"tables": tables, "partitions": [list(p) for p in self.partitions_], "targets": targets}
 
     def _prior(self, target: str, total: float, count: float) -> float:
         if isinstance(self.target_mean, dict):

@@ -64,6 +64,11 @@ class ValueCount(StatOperator):
             for name, bounds in partial.items()
         }
 
+    def fitted_partial(self) -> dict[str, tuple[int, int] | None]:
+        """The fitted shortest and longest list of each column."""
+        self.check_updatable()
+        return {name: (int(bounds["min"]), int(bounds["max"])) for name, bounds in self.stats_.items()}
+
     def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         self.check_is_fitted()
         return df[col_selector.names]

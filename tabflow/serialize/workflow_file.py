@@ -57,11 +57,19 @@ class SavedGraph:
     output_node: Node
     input_schema: Schema | None
     output_schema: Schema | None
+    #: ``{"updates": n, "rows": r}``: updates since the last fit and rows the statistics saw
+    #: (rows None where unknown); zero updates and None rows for files that have no record.
+    seen: dict[str, Any] | None = None
 
 
-def write_graph(directory: str, output_node: Node, input_schema: Schema | None, output_schema: Schema | None) -> None:
+def write_graph(
+    directory: str, output_node: Node, input_schema: Schema | None, output_schema: Schema | None,
+    seen: dict[str, Any] | None = None,
+) -> None:
     """Write ``directory/workflow.json`` (and op tables beside it) for a graph: resolved,
-    with every node's schemas, or (schemas None) as described, before it has seen data."""
+    with every node's schemas, or (schemas None) as described, before it has seen data.
+    ``seen`` (``{"updates": n, "rows": r}``) records how many updates since the last fit and
+    how many rows the fitted statistics come from."""
     nodes = [*output_node.ancestors(), output_node]
     index = {node.id: i for i, node in enumerate(nodes)}
     entries = []
@@ -96,6 +104,8 @@ def write_graph(directory: str, output_node: Node, input_schema: Schema | None, 
         "input_schema": input_schema.to_dict() if input_schema is not None else None,
         "output_schema": output_schema.to_dict() if output_schema is not None else None,
     }
+    if seen is not None:
+        document["seen"] = {"updates": int(seen.get("updates", 0)), "rows": seen.get("rows")}
     with open(os.path.join(directory, DOCUMENT), "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=1)
 
@@ -128,7 +138,20 @@ def read_graph(path: str, trust_code: bool = False) -> SavedGraph:
         return SavedGraph(built[output], None, None)
     input_schema = _read_schema(document.get("input_schema"), file)
     output_schema = _read_schema(document.get("output_schema"), file) if version >= 2 else None
-    return SavedGraph(built[output], input_schema, output_schema)
+    return SavedGraph(built[output], input_schema, output_schema, _read_seen(document.get("seen"), file))
+
+
+def _read_seen(data: Any, where: str) -> dict[str, Any]:
+    """The saved record of updates and rows (absent in files saved before it was kept)."""
+    if data is None:
+        return {"updates": 0, "rows": None}
+
+    def count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    if not isinstance(data, dict) or not count(data.get("updates")) or not (data.get("rows") is None or count(data.get("rows"))):
+        raise LoadError(f"{where}: malformed record of updates and rows seen {data!r:.80}")
+    return {"updates": data["updates"], "rows": data["rows"]}
 
 
 def _read_node(entry: Any, i: int, built: list[Node], path: str, trust_code: bool, with_schemas: bool) -> Node:

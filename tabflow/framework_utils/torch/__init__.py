@@ -9,6 +9,9 @@ batches (before, ``tabflow.loader.torch``; the loader now only moves data).
   ``MultiHotEmbeddings``, ``EmbeddingTables`` (+ ``EmbeddingFeature``, ``embedding_config``,
   ``sparse_and_dense_parameters``), all pooling list columns with one function;
 - :mod:`~tabflow.framework_utils.torch.models`: ``Model`` and ``DLRM``;
+- :mod:`~tabflow.framework_utils.torch.growth`: ``grow_embeddings``, a trained model's
+  tables (and its optimizer's state) grown to a workflow's new cardinalities after
+  :meth:`tabflow.Workflow.partial_fit`;
 - :mod:`~tabflow.framework_utils.torch.utils`: ``process_epoch``, ``DictTransform``,
   ``FastaiTransform``.
 
@@ -26,6 +29,7 @@ Linear(in_features=8, out_features=1, bias=True)
 
 from __future__ import annotations
 
+from tabflow.framework_utils.torch.growth import grow_embeddings
 from tabflow.framework_utils.torch.layers import (
     ConcatenatedEmbeddings,
     EmbeddingFeature,
@@ -51,6 +55,7 @@ __all__ = [
     "Model",
     "MultiHotEmbeddings",
     "embedding_config",
+    "grow_embeddings",
     "process_epoch",
     "sparse_and_dense_parameters",
 ]

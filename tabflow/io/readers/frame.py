@@ -20,7 +20,6 @@ import pyarrow as pa
 from tabflow.backends import backend_for, collection_engine, get_backend
 from tabflow.io.readers._shared import require_unique_names
 from tabflow.io.readers._source import ReadOptions, Source
-from tabflow.schema.dtypes import nullable_dtype
 
 __all__ = ["read_frame"]
 
@@ -74,18 +73,7 @@ def _planned_dtypes(backend: Any, frame: Any) -> dict[str, str]:
     """The nullable-integer rule of :mod:`tabflow.schema.dtypes` applied to the data: an
     integer or boolean column holding a null is named masked (``"Int64"``), as pandas names
     it, also on cuDF, whose integer dtypes hold nulls without saying so."""
-    planned = {}
-    for name in frame.columns:
-        canonical = backend.canonical_dtype(frame[name].dtype)
-        masked = nullable_dtype(canonical)
-        # Only an engine that holds both names as one dtype (cuDF) needs the data asked: on
-        # pandas a plain integer column cannot hold a null.
-        if masked != canonical and backend.engine_dtype(masked) == backend.engine_dtype(canonical) and bool(
-            backend.null_mask(frame[name]).any()
-        ):
-            canonical = masked
-        planned[str(name)] = canonical
-    return planned
+    return {str(name): backend.column_dtype(frame[name]) for name in frame.columns}
 
 
 def _with_dtypes(source: Source, options: ReadOptions) -> Source:
@@ -129,7 +117,23 @@ def _dask_source(ddf: Any, cpu: bool | None) -> Source:
     _require_unique_columns(ddf.columns)
     if engine == "pandas":  # cuDF holds lists in list columns only
         ddf = _object_lists_as_list_columns(ddf)
+    else:
+        ddf = _engine_dtypes(ddf)
     return Source(ddf, engine)
+
+
+def _engine_dtypes(ddf: Any) -> Any:
+    """A cuDF collection with its columns in cuDF's own dtypes: ``to_backend("cudf")`` and
+    frames a user built with ``cudf.from_pandas`` keep pandas' extension dtypes (Arrow lists,
+    ``Int64``), which the engine does not take (see ``Backend.with_list_columns``)."""
+    from dask.dataframe.utils import make_meta
+
+    backend = get_backend(collection_engine(ddf))
+    meta = make_meta(ddf)
+    native = backend.with_list_columns(meta)
+    if native is meta:
+        return ddf
+    return ddf.map_partitions(backend.with_list_columns, meta=native)
 
 
 def _object_lists_as_list_columns(ddf: Any) -> Any:

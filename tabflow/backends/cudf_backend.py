@@ -293,13 +293,15 @@ class CudfBackend:
         The engine knows lists by ``cudf.ListDtype`` and numbers by NumPy dtypes, so such
         columns become those: lists rebuilt through Arrow, the others cast.
         """
-        changed = {name: _native_column(self, frame[name]) for name, dtype in frame.dtypes.items() if _is_pandas_extension(dtype)}
-        changed = {name: column for name, column in changed.items() if column is not frame[name]}
-        if not changed:
-            return frame
-        out = frame.copy(deep=False)
-        for name, column in changed.items():
-            out[name] = column
+        out = frame
+        for name, dtype in frame.dtypes.items():
+            if not _is_pandas_extension(dtype):
+                continue
+            column = frame[name]
+            native = _native_column(self, column)
+            if native is not column:
+                out = frame.copy(deep=False) if out is frame else out
+                out[name] = native
         return out
 
     def lists_as_arrays(self, frame: Any) -> Any:

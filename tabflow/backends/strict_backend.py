@@ -53,7 +53,10 @@ Frames (cuDF's rules):
   (:meth:`Backend.astype` itself casts lists on either engine).
 
 What the model cannot see: the cuDF backend's own code (``cudf_backend.py`` never runs here:
-its tests need a GPU, ``pytest -m gpu``); pandas objects converting themselves to the host,
+its tests need a GPU, ``pytest -m gpu``); dtypes an op reads without asking its backend
+(``series.dtype`` itself, :func:`tabflow.schema.dtypes.canonical_dtype`), which stay pandas'
+masked ones; pandas' methods called inside the backends or by pandas itself, and by code
+outside tabflow; pandas objects converting themselves to the host,
 which cuDF refuses (``Series.tolist``, ``core/single_column_frame.py:225``; ``__array__``,
 ``core/frame.py:603``; iteration, ``core/mixins/notiterable.py``): the scan of frame methods
 in ``tests/backends/test_protocol.py`` flags such calls instead, as it flags
@@ -530,11 +533,10 @@ def frame_rules(on: bool) -> None:
     Examples
     --------
     >>> import pandas as pd
-    >>> from tabflow.backends.strict_backend import frame_rules
-    >>> frame_rules(True)
-    >>> pd.DataFrame({"k": [2, 1, 2]}).groupby("k", sort=False).size().index.tolist()  # asked by a test: pandas' order
+    >>> from tabflow.backends import strict_engine
+    >>> with strict_engine():  # turns the rules on; asked from outside tabflow: pandas' order
+    ...     pd.DataFrame({"k": [2, 1, 2]}).groupby("k", sort=False).size().index.tolist()
     [2, 1]
-    >>> frame_rules(False)
     """
     from pandas.api.typing import DataFrameGroupBy, SeriesGroupBy
 

@@ -32,7 +32,7 @@ Categorify index convention: 1 null, 2 out of vocabulary, then the values by des
 count, ties by value; FillMissing(0), Clip(0), LogOp to float32, Normalize with the sample
 standard deviation to float64); ``--check`` compares their outputs with tabflow's, and with
 ``--gpu`` also runs the workflow (either one) on the CPU engine and compares tabflow's GPU
-output with it, file for file and row for row (codes exactly, floats to 1e-5). The
+output with it, row for row (codes exactly, floats to 1e-5). The
 printed ratios are total times over the floor's and over Polars', and peak RSS over Polars';
 with ``--repeat N`` the phases run N times, interleaved, and the ratios print as min-max.
 ``--rows`` may name several sizes (``5000000,10000000``): everything runs at each, then each
@@ -563,34 +563,31 @@ def check_outputs(options: argparse.Namespace, phases: Sequence[str]) -> None:
 
 
 def check_engines(options: argparse.Namespace) -> int:
-    """tabflow on the GPU (cuDF) wrote what tabflow on the CPU (pandas) wrote: the same files,
-    columns and rows in the same order, codes and hashes exactly, floats to 1e-5 (float32
-    logarithms and sums in another order differ in the last bits). Returns the rows compared;
-    raises AssertionError naming the file, column and first differing row otherwise."""
+    """tabflow on the GPU (cuDF) wrote what tabflow on the CPU (pandas) wrote: the same
+    columns and rows in the same order (the files read one after the other: the engines may
+    cut partitions, and so files, at other rows), codes and hashes exactly, floats to 1e-5
+    (float32 logarithms and sums in another order differ in the last bits). Returns the rows
+    compared; raises AssertionError naming the column and the first differing row otherwise."""
     import numpy as np
     import pandas as pd
 
-    gpu_dir = os.path.join(options.workdir, f"out-tabflow-{options.workflow}")
-    cpu_dir = os.path.join(options.workdir, f"out-tabflow-cpu-{options.workflow}")
-    gpu_files, cpu_files = _parquet_files(gpu_dir), _parquet_files(cpu_dir)
-    assert [os.path.basename(p) for p in gpu_files] == [os.path.basename(p) for p in cpu_files], (gpu_files, cpu_files)
-    rows = 0
-    for gpu_path, cpu_path in zip(gpu_files, cpu_files):
-        ours, reference = pd.read_parquet(gpu_path), pd.read_parquet(cpu_path)
-        where = os.path.basename(gpu_path)
-        assert list(ours.columns) == list(reference.columns), f"{where}: columns {list(ours.columns)} != {list(reference.columns)}"
-        assert len(ours) == len(reference), f"{where}: {len(ours)} rows on the GPU, {len(reference)} on the CPU"
-        for column in reference.columns:
-            left, right = ours[column], reference[column]
-            if right.dtype.kind == "f":
-                np.testing.assert_allclose(left.to_numpy("float64", na_value=np.nan), right.to_numpy("float64", na_value=np.nan),
-                                           rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=f"{where}: {column}")
-            else:
-                np.testing.assert_array_equal(left.to_numpy(), right.to_numpy(), err_msg=f"{where}: {column}")
-        rows += len(reference)
-    print(f"check: tabflow on the GPU wrote the same {rows:,} rows as tabflow on the CPU "
-          f"({len(cpu_files)} files, workflow {options.workflow}; codes and hashes exact, floats to 1e-5)")
-    return rows
+    def read(name: str) -> pd.DataFrame:
+        directory = os.path.join(options.workdir, f"out-{name}-{options.workflow}")
+        return pd.concat([pd.read_parquet(p) for p in _parquet_files(directory)], ignore_index=True)
+
+    ours, reference = read("tabflow"), read("tabflow-cpu")
+    assert list(ours.columns) == list(reference.columns), f"columns {list(ours.columns)} != {list(reference.columns)}"
+    assert len(ours) == len(reference), f"{len(ours)} rows on the GPU, {len(reference)} on the CPU"
+    for column in reference.columns:
+        left, right = ours[column], reference[column]
+        if right.dtype.kind == "f":
+            np.testing.assert_allclose(left.to_numpy("float64", na_value=np.nan), right.to_numpy("float64", na_value=np.nan),
+                                       rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=f"column {column}")
+        else:
+            np.testing.assert_array_equal(left.to_numpy(), right.to_numpy(), err_msg=f"column {column}")
+    print(f"check: tabflow on the GPU wrote the same {len(reference):,} rows as tabflow on the CPU "
+          f"(workflow {options.workflow}, {len(reference.columns)} columns; codes and hashes exact, floats to 1e-5)")
+    return len(reference)
 
 
 # ------------------------------------------------------------------------------- report

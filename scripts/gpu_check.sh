@@ -8,7 +8,7 @@
 # 2. the whole `pytest -m gpu` selection (tests and doctests), CPU/GPU parity tests apart;
 # 3. the CPU/GPU parity tests (tests/test_engine_parity.py);
 # 4. `benchmarks/etl.py --gpu --check` on both workflows: the GPU engine's output compared
-#    with the CPU engine's, file for file and row for row;
+#    with the CPU engine's, row for row;
 # 5. a one-screen summary (also $OUT/gpu_check_summary.txt); the exit status is 0 only when
 #    every step passed.
 #

@@ -196,6 +196,8 @@ def test_datasets_merged_across_engines(frame, engine, to_engine):
     left = nvt.Dataset(to_engine(frame[["rid", "word", "price"]]), npartitions=2)
     merged = nvt.Dataset.merge(left, nvt.Dataset(right, npartitions=2, cpu=True), on="rid", how="left")
     assert merged.engine == left.engine
+    # Planned from both sides: the unmatched rows' nulls are said by the dtype on cuDF too.
+    assert merged.schema["clicks"].dtype == "Int64" and merged.schema["tags"].dtype == "list<int64>"
     reference = frame[["rid", "word", "price"]].merge(right, on="rid", how="left")
     assert_same_rows(merged.compute(), reference)
     assert merged.backend.is_list_dtype(merged.to_ddf(arrow_lists=True).partitions[0].compute()["tags"].dtype)

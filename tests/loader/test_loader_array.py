@@ -52,7 +52,9 @@ def _batches(loader):
     return {name: np.concatenate([b[name] for b in inputs if "offsets" not in name]) for name in inputs[0] if "offsets" not in name}, inputs, np.concatenate(targets)
 
 
-def test_batches_hold_the_rows_values_on_the_host(frame, engine, tmp_path):
+def test_batches_hold_the_rows_values_on_the_host(frame, engine, tmp_path, request):
+    if engine == "cudf":
+        request.getfixturevalue("cuda_device")  # cuDF's columns reach torch by DLPack, even for the CPU
     columns, batches, y = _batches(Loader(_dataset(frame, engine, tmp_path), batch_size=16, device="cpu"))
     assert all(isinstance(value, np.ndarray) for batch in batches for value in batch.values())
     order = columns["row_id"]

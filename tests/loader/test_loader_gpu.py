@@ -2,9 +2,10 @@
 
 Each test compares what arrives on the GPU with the same loader on the CPU (the reference
 path, itself checked against pandas in the other loader tests): same rows, same order, same
-values, every row exactly once. Each test asks for what it needs: PyTorch on a CUDA device
-(``needs_cuda``), the cuDF engine (``needs_cudf``), or both; a CPU build of torch beside
-cuDF still runs the cuDF tests that deliver to the CPU.
+values, every row exactly once. Each test asks for what it needs, and says it when skipped:
+PyTorch on a CUDA device (``needs_cuda``), the cuDF engine (``needs_cudf``), or both, as
+every test of the cuDF engine here does: its columns reach torch by DLPack from CuPy, which a
+CPU build of torch cannot take, whatever the device the batches go to.
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ def test_cudf_engine_uses_dlpack(data_dir, shuffle):
     _assert_same_batches(_tuples(gpu_ds, None, shuffle=shuffle), _tuples(cpu_ds, "cpu", shuffle=shuffle))
 
 
+@needs_cuda
 @needs_cudf
 def test_cudf_engine_to_a_cpu_device(data_dir):
     gpu_ds = _cudf_dataset(data_dir)

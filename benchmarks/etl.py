@@ -30,7 +30,9 @@ left out; the others still run.
 The baselines implement the ``categorify`` workflow's semantics exactly (tabflow's
 Categorify index convention: 1 null, 2 out of vocabulary, then the values by descending
 count, ties by value; FillMissing(0), Clip(0), LogOp to float32, Normalize with the sample
-standard deviation to float64); ``--check`` compares their outputs with tabflow's. The
+standard deviation to float64); ``--check`` compares their outputs with tabflow's, and with
+``--gpu`` also runs the workflow (either one) on the CPU engine and compares tabflow's GPU
+output with it, row for row (codes exactly, floats to 1e-5). The
 printed ratios are total times over the floor's and over Polars', and peak RSS over Polars';
 with ``--repeat N`` the phases run N times, interleaved, and the ratios print as min-max.
 ``--rows`` may name several sizes (``5000000,10000000``): everything runs at each, then each
@@ -48,7 +50,8 @@ Usage::
 
     python benchmarks/etl.py --rows 5000000 --workdir /tmp/tabflow-bench --repeat 3
     python benchmarks/etl.py --rows 5000000,10000000 --workdir /tmp/tabflow-bench --repeat 2
-    python benchmarks/etl.py --gpu --rows 6000000 --check     # cuDF: against gpu-floor, cudf, polars-gpu
+    python benchmarks/etl.py --gpu --rows 6000000 --check     # cuDF: against gpu-floor, cudf, polars-gpu, the CPU engine
+    python benchmarks/etl.py --gpu --workflow features --rows 1000000 --check --baselines ''   # GPU output == CPU output
     python benchmarks/etl.py --rows 200000 --check
     python benchmarks/etl.py --cardinality 1000000,10000000,50000000 --workdir /tmp/tabflow-bench
 """
@@ -172,13 +175,13 @@ def run_floor(options: argparse.Namespace) -> dict[str, Any]:
     return {"rows": rows, "seconds": seconds, "peak_rss": _peak_rss_bytes()}
 
 
-def run_tabflow(options: argparse.Namespace) -> dict[str, Any]:
+def run_tabflow(options: argparse.Namespace, name: str = "tabflow") -> dict[str, Any]:
     """Fit the workflow, then transform and write parquet; time the two separately."""
     from dask.utils import parse_bytes
 
     import tabflow as nvt
 
-    out_dir = os.path.join(options.workdir, f"out-tabflow-{options.workflow}")
+    out_dir = os.path.join(options.workdir, f"out-{name}-{options.workflow}")
     shutil.rmtree(out_dir, ignore_errors=True)
     cpu = {"auto": None, "cpu": True, "gpu": False}[options.device]
     client = _cluster_client(options)  # started before the clock: a cluster is set up once, not per job
@@ -204,6 +207,13 @@ def run_tabflow(options: argparse.Namespace) -> dict[str, Any]:
         "fit_peak_rss": fit_rss,
         "peak_rss": _peak_rss_bytes(),
     }
+
+
+def run_tabflow_cpu(options: argparse.Namespace) -> dict[str, Any]:
+    """The same workflow on the CPU engine (pandas): the reference ``--gpu --check`` compares
+    the GPU engine's output with."""
+    options.device = "cpu"
+    return run_tabflow(options, name="tabflow-cpu")
 
 
 def _cluster_client(options: argparse.Namespace) -> Any:
@@ -450,6 +460,7 @@ def run_vocab(options: argparse.Namespace) -> dict[str, Any]:
 PHASES: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "floor": run_floor,
     "tabflow": run_tabflow,
+    "tabflow-cpu": run_tabflow_cpu,
     "polars": run_polars,
     "pandas": run_pandas,
     "gpu-floor": run_gpu_floor,
@@ -549,6 +560,34 @@ def check_outputs(options: argparse.Namespace, phases: Sequence[str]) -> None:
             else:
                 np.testing.assert_array_equal(theirs.astype("int64"), ours.astype("int64"), err_msg=f"{phase}: {column}")
         print(f"check: {phase} wrote the same {len(reference):,} rows as tabflow")
+
+
+def check_engines(options: argparse.Namespace) -> int:
+    """tabflow on the GPU (cuDF) wrote what tabflow on the CPU (pandas) wrote: the same
+    columns and rows in the same order (the files read one after the other: the engines may
+    cut partitions, and so files, at other rows), codes and hashes exactly, floats to 1e-5
+    (float32 logarithms and sums in another order differ in the last bits). Returns the rows
+    compared; raises AssertionError naming the column and the first differing row otherwise."""
+    import numpy as np
+    import pandas as pd
+
+    def read(name: str) -> pd.DataFrame:
+        directory = os.path.join(options.workdir, f"out-{name}-{options.workflow}")
+        return pd.concat([pd.read_parquet(p) for p in _parquet_files(directory)], ignore_index=True)
+
+    ours, reference = read("tabflow"), read("tabflow-cpu")
+    assert list(ours.columns) == list(reference.columns), f"columns {list(ours.columns)} != {list(reference.columns)}"
+    assert len(ours) == len(reference), f"{len(ours)} rows on the GPU, {len(reference)} on the CPU"
+    for column in reference.columns:
+        left, right = ours[column], reference[column]
+        if right.dtype.kind == "f":
+            np.testing.assert_allclose(left.to_numpy("float64", na_value=np.nan), right.to_numpy("float64", na_value=np.nan),
+                                       rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=f"column {column}")
+        else:
+            np.testing.assert_array_equal(left.to_numpy(), right.to_numpy(), err_msg=f"column {column}")
+    print(f"check: tabflow on the GPU wrote the same {len(reference):,} rows as tabflow on the CPU "
+          f"(workflow {options.workflow}, {len(reference.columns)} columns; codes and hashes exact, floats to 1e-5)")
+    return len(reference)
 
 
 # ------------------------------------------------------------------------------- report
@@ -668,7 +707,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="comma-separated hand-written baselines to run with the categorify workflow ('' for none; "
                              f"default {','.join(CPU_BASELINES)}, with --gpu {','.join(GPU_BASELINES)})")
     parser.add_argument("--repeat", type=int, default=1, help="run every phase this many times, interleaved")
-    parser.add_argument("--check", action="store_true", help="compare the baselines' outputs with tabflow's")
+    parser.add_argument("--check", action="store_true",
+                        help="compare the baselines' outputs with tabflow's (with --gpu, also tabflow's with the CPU engine's)")
     parser.add_argument("--cardinality", default=None,
                         help="comma-separated vocabulary sizes: measure vocabulary scaling instead (e.g. 1000000,10000000)")
     parser.add_argument("--seed", type=int, default=0)
@@ -714,6 +754,11 @@ def run_size(options: argparse.Namespace, baselines: list[str]) -> list[dict[str
     report(options, runs)
     if options.check and baselines:
         check_outputs(options, [name for name in baselines if all(name in r for r in runs)])
+    if options.check and options.device == "gpu":
+        reference = _run_phase_process("tabflow-cpu", options)
+        print(f"tabflow on the CPU (the check's reference): {reference['seconds']:8.2f} s "
+              f"{_rate(reference['rows'], reference['seconds'])}")
+        check_engines(options)
     return runs
 
 

@@ -114,11 +114,7 @@ def test_to_iter_converts_partitions_computed_by_the_cluster(cluster, data_dir):
 
 
 @pytest.mark.gpu
-def test_local_cuda_cluster_matches_the_local_gpu_run(data_dir, tmp_path):
-    from tabflow.backends import gpu_unavailable_reason
-
-    if gpu_unavailable_reason() is not None:
-        pytest.skip(f"cuDF engine: {gpu_unavailable_reason()}")
+def test_local_cuda_cluster_matches_the_local_gpu_run(data_dir, tmp_path, cudf_engine):
     dask_cuda = pytest.importorskip("dask_cuda")
 
     def run(out, client=None):

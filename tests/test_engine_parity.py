@@ -13,13 +13,9 @@ import pytest
 
 import tabflow as nvt
 from tabflow import ops
-from tabflow.backends import gpu_unavailable_reason
 from tabflow.datasets import CATEGORICAL_COLUMNS, CONTINUOUS_COLUMNS, write_criteo
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(gpu_unavailable_reason() is not None, reason=f"cuDF engine: {gpu_unavailable_reason()}"),
-]
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cudf_engine")]
 
 ROWS = 120_000
 

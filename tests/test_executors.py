@@ -62,6 +62,21 @@ def test_local_executor_captures_and_checks_dtypes(frame):
         LocalExecutor().transform(frame, clipped, strict=True)
 
 
+def test_strict_dtype_check_names_dtypes_as_the_engine_does(frame, engine, to_engine):
+    """Planned "Int64" is what an int64 column with nulls is on cuDF (no masked dtypes): the
+    strict check compares as the engine names dtypes, and still refuses a wrong plan."""
+    data = to_engine(frame[["n", "x"]])
+    node = ["n", "x"] >> ops.Clip(min_value=0)
+    Graph(node).construct_schema(Schema([ColumnSchema("n", dtype="Int64"), ColumnSchema("x", dtype="float64")]))
+    assert node.output_schema.dtypes == {"n": "Int64", "x": "float64"}
+    out = LocalExecutor().transform(data, node, strict=True)
+    host = out.to_pandas() if engine == "cudf" else out
+    assert host["n"].isna().tolist() == frame["n"].isna().tolist()
+    node.output_schema = Schema([ColumnSchema("n", dtype="Int32"), ColumnSchema("x", dtype="float64")])  # a wrong plan
+    with pytest.raises(TypeError, match="planned Int32, got"):
+        LocalExecutor().transform(data, node, strict=True)
+
+
 def test_executors_refuse_unfitted_or_unresolved_graphs(frame):
     unresolved = ["x"] >> ops.Normalize()
     with pytest.raises(ValueError, match="construct_schema"):

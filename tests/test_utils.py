@@ -194,8 +194,7 @@ def test_notebook_style_sizing(no_cuda):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_real_gpu_memory():
+def test_real_gpu_memory(cuda_device):
     pytest.importorskip("cupy")  # the GPU engine's array library, which tabflow asks
     free, total = torch.cuda.mem_get_info()
     # device_mem_size promises cudaMemGetInfo's numbers (what allocations can use) ...

@@ -196,23 +196,85 @@ def reset_gpu_memory(managed_memory: bool = False) -> None:
 _GPU_INSTALL = f"{pip_install('gpu-cu12')} for CUDA 12 or {pip_install('gpu-cu13')} for CUDA 13"
 
 
+#: The module numba-cuda imports at the first compile of a GPU function
+#: (``CUDATargetContext.load_additional_registries``, numba-cuda 0.30's
+#: ``numba_cuda/numba/cuda/target.py``), not when cuDF is imported: a NumPy release that
+#: broke it (numpy 2.5 removed ``np.row_stack``, which that module registers) would fail
+#: the first user function or ``LambdaOp`` cuDF compiles, not the import.
+_FIRST_COMPILE_MODULE = "numba.cuda.np.arrayobj"
+
+
 @lru_cache(maxsize=None)
 def _cudf_import_problem() -> str | None:
-    """None when cuDF imports; else what is wrong and how to mend it (the import error itself
-    when cuDF is installed but fails, such as a NumPy release its numba-cuda predates)."""
+    """None when cuDF imports and numba-cuda can compile; else what failed, with the error
+    itself, and how to mend it (see :func:`_mend`)."""
     if importlib.util.find_spec("cudf") is None:
         return f"the GPU engine needs RAPIDS cuDF, dask-cudf and CuPy: {_GPU_INSTALL} (or pass cpu=True to use pandas)"
     try:
         importlib.import_module("cudf")
     except Exception as err:  # noqa: BLE001 - any failure: the message carries it as it is
-        import numpy
-
-        return (
-            f"RAPIDS cuDF is installed but cannot be imported: {type(err).__name__}: {err} (numpy {numpy.__version__}). "
-            f"Install versions that work together with {_GPU_INSTALL}, whose constraints pin them "
-            "(RAPIDS 26.10 needs numpy<2.5), or pass cpu=True to use pandas"
-        )
+        return f"RAPIDS cuDF is installed but cannot be imported: {type(err).__name__}: {err}. {_mend(err)}"
+    try:
+        present = importlib.util.find_spec(_FIRST_COMPILE_MODULE) is not None
+    except ImportError:  # numba-cuda's layout changed: nothing to check here
+        present = False
+    if present:
+        try:
+            importlib.import_module(_FIRST_COMPILE_MODULE)
+        except Exception as err:  # noqa: BLE001
+            return (
+                "RAPIDS cuDF imports, but numba-cuda cannot compile GPU functions (cuDF compiles user functions "
+                f"and LambdaOps on first use): its first compile imports {_FIRST_COMPILE_MODULE}, which fails with "
+                f"{type(err).__name__}: {err}. {_mend(err)}"
+            )
     return None
+
+
+def _mend(err: BaseException) -> str:
+    """How to mend a GPU library that fails to import, from what failed: NumPy newer than
+    numba-cuda, a RAPIDS shared library, the CUDA driver, CuPy, or something else (then the
+    error says what)."""
+    import numpy
+
+    text = " ".join(f"{type(e).__name__}: {e}" for e in _chain(err))
+    modules = {frame.f_globals.get("__name__", "").split(".")[0] for e in _chain(err) for frame, _ in _frames(e)}
+    pin = f"{_GPU_INSTALL}, whose constraints pin matching versions"
+    if "module 'numpy' has no attribute" in text:
+        advice = (
+            f"numpy {numpy.__version__} no longer has a function the installed numba / numba-cuda uses: install "
+            f"numpy<2.5 (what RAPIDS 26.10 supports) with {pin}"
+        )
+    elif any(word in text for word in ("CUDA driver", "cudaErrorInsufficientDriver", "CUDA_ERROR_", "cuInit", "libcuda.so")):
+        advice = (
+            "the CUDA driver is missing or older than the CUDA these wheels were built for (nvidia-smi shows the "
+            f"driver's CUDA version): update the driver, or install the extra of its CUDA major with {pin}"
+        )
+    elif any(word in text for word in (".so", "shared object", "undefined symbol", "DLL load failed")):
+        advice = (
+            "a RAPIDS shared library did not load: the GPU wheels do not match each other or the CUDA runtime; "
+            f"reinstall them together with {pin}"
+        )
+    elif "cupy" in modules or "cupy" in text.lower():
+        advice = f"CuPy does not match the installed cuDF or the CUDA runtime: install the CuPy of the same CUDA major with {pin}"
+    else:
+        advice = f"install versions that work together with {pin}"
+    return f"Cause: {advice}, or pass cpu=True to use pandas"
+
+
+def _chain(err: BaseException) -> list[BaseException]:
+    """``err`` and the exceptions it was raised from or during, each once."""
+    seen: list[BaseException] = []
+    current: BaseException | None = err
+    while current is not None and all(current is not e for e in seen):
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _frames(err: BaseException) -> list[tuple[Any, int]]:
+    import traceback
+
+    return list(traceback.walk_tb(err.__traceback__))
 
 
 def backend_for(obj: Any) -> Backend:
@@ -263,13 +325,18 @@ def strict_engine() -> Iterator[None]:
     >>> type(backend_for(pd.Series([1])).null_mask(pd.Series([1]))).__name__
     'ndarray'
     """
+    rules = importlib.import_module(_STRICT_MODULE).frame_rules
     with _STRICT.lock:
         _STRICT.depth += 1
+        if _STRICT.depth == 1:
+            rules(True)
     try:
         yield
     finally:
         with _STRICT.lock:
             _STRICT.depth -= 1
+            if _STRICT.depth == 0:
+                rules(False)
 
 
 def collection_engine(collection: Any) -> str:

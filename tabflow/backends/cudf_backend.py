@@ -112,20 +112,31 @@ class CudfBackend:
         dtype = getattr(values, "dtype", None)
         return self.canonical_dtype(dtype if dtype is not None else _PANDAS.observed_dtype(values))
 
+    def column_dtype(self, series: Any) -> str:
+        """The column's canonical dtype, masked where an integer or boolean column holds a
+        null: every cuDF column can hold nulls, so its dtype (``int64``) does not say."""
+        canonical = self.canonical_dtype(series.dtype)
+        masked = dtype_names.nullable_dtype(canonical)
+        if masked != canonical and series.null_count:
+            return masked
+        return canonical
+
     def frame_from_dict(self, columns: Mapping[str, Any], index: Any = None) -> Any:
         """A frame of the given columns.
 
-        Series that already hold ``index`` (the same object, as every column an op computes
-        from the frame it transforms does) are taken as they are: cuDF's constructor would
-        otherwise compare and realign every series with the index on the GPU (``equals``
-        and ``reindex`` per column, which dominated a profiled transform). Anything else is
-        aligned as cuDF aligns it.
+        Series whose labels are ``index`` row for row (the same object, as every column an op
+        computes from the frame it transforms holds, or an equal one) are taken as they are,
+        as pandas takes them. cuDF's constructor would reindex each one to the index
+        (``_mapping_to_column_accessor``): ``equals`` and ``reindex`` per column on the GPU,
+        which dominated a profiled transform, and an error on repeated labels (a partition
+        after ``Dataset.shuffle_by_keys``), which cuDF's ``reindex`` refuses even where they
+        are the index's own. Anything else is aligned as cuDF aligns it.
         """
         cudf = _cudf()
         columns = dict(columns)
         series = [value for value in columns.values() if self.is_series(value)]
         shared = index if index is not None else (series[0].index if series else None)
-        if series and shared is not None and all(value.index is shared for value in series):
+        if series and shared is not None and _all_labelled_by(series, shared):
             frame = cudf.DataFrame({name: value.reset_index(drop=True) if self.is_series(value) else value
                                     for name, value in columns.items()})
             frame.index = shared
@@ -156,7 +167,12 @@ class CudfBackend:
         return _cudf().concat(list(frames), axis=0, ignore_index=True)
 
     def astype(self, obj: Any, canonical: str) -> Any:
-        return obj.astype(self.engine_dtype(canonical))
+        """``obj`` cast to ``canonical``; a list column through Arrow (cuDF refuses list
+        casts, ``ColumnBase.astype``)."""
+        target = self.engine_dtype(canonical)
+        if self.is_series(obj) and self.is_list_dtype(obj.dtype) and obj.dtype != target:
+            return _cast_list(obj, target)
+        return obj.astype(target)
 
     def conform_column(self, series: Any, canonical: str) -> Any:
         """``series`` cast to ``canonical`` when no value changes (the pandas engine's rules)."""
@@ -185,8 +201,10 @@ class CudfBackend:
                 series = parsed
             return _cast_if_exact(series, target)
         try:
+            if self.is_list_dtype(series.dtype) and self.is_list_dtype(target):
+                return _cast_list(series, target)  # cuDF refuses list casts
             return series.astype(target)
-        except (TypeError, ValueError, NotImplementedError):  # NotImplementedError: casts of list columns
+        except (TypeError, ValueError, NotImplementedError, pa.ArrowException):
             return series
 
     def fill_nulls(self, series: Any, value: Any, canonical: str) -> Any:
@@ -211,6 +229,11 @@ class CudfBackend:
         """
         if dtype is not None and np.dtype(dtype).kind in "iufb" and not self.is_string_dtype(series.dtype):
             series = series.astype(np.dtype(dtype))
+        if dtype is not None and np.dtype(dtype) == np.dtype(object):
+            # Strings (and anything else as Python objects) as the pandas engine gives them:
+            # what cuDF's own to_numpy gives a null depends on its build (None, or NaN where
+            # its strings are pandas 3's str dtype).
+            return _PANDAS.to_numpy(self.to_host(series), dtype=object, na_value=na_value)
         if na_value is None:
             return series.to_numpy(dtype=dtype)
         return series.to_numpy(dtype=dtype, na_value=na_value)
@@ -261,8 +284,25 @@ class CudfBackend:
         return obj
 
     def with_list_columns(self, frame: Any) -> Any:
-        """``frame`` unchanged: cuDF list columns always have a list dtype."""
-        return frame
+        """``frame`` with its columns in cuDF's own dtypes (``frame`` itself where they are).
+
+        cuDF list columns always have a list dtype, but ``cudf.from_pandas`` (which
+        ``to_backend("cudf")`` and ``cudf.DataFrame(pandas_frame)`` use) keeps pandas'
+        extension dtypes: an Arrow list column stays ``pd.ArrowDtype``, an ``Int64`` column
+        ``Int64Dtype`` (``as_column``), and every result computed from them keeps that kind.
+        The engine knows lists by ``cudf.ListDtype`` and numbers by NumPy dtypes, so such
+        columns become those: lists rebuilt through Arrow, the others cast.
+        """
+        out = frame
+        for name, dtype in frame.dtypes.items():
+            if not _is_pandas_extension(dtype):
+                continue
+            column = frame[name]
+            native = _native_column(self, column)
+            if native is not column:
+                out = frame.copy(deep=False) if out is frame else out
+                out[name] = native
+        return out
 
     def lists_as_arrays(self, frame: Any) -> Any:
         """``frame`` unchanged: cuDF's users know its list columns (``ListDtype``) as they are."""
@@ -309,6 +349,12 @@ class CudfBackend:
     # ---------------------------------------------------- rows and loader arrays
     def slice_rows(self, frame: Any, start: int, stop: int) -> Any:
         return frame.iloc[start:stop]
+
+    def sort_rows(self, frame: Any, by: Sequence[str], ascending: bool | Sequence[bool] = True, na_position: str = "last") -> Any:
+        """Rows ordered by ``by``, ties in their order: cuDF's ``sort_values`` is stable
+        whatever it is asked (``Frame._get_sorted_inds`` orders with ``stable=True``), and
+        asked for ``kind="stable"`` by name it warns on every call that it is not supported."""
+        return frame.sort_values(list(by), ascending=ascending, na_position=na_position)
 
     def take_rows(self, frame: Any, positions: Any) -> Any:
         return frame.take(_cupy().asarray(positions)).reset_index(drop=True)
@@ -447,7 +493,10 @@ class CudfBackend:
     def merge_keep_order(
         self, left: Any, right: Any, left_on: Sequence[str], right_on: Sequence[str], how: str = "left"
     ) -> Any:
-        """Join ``right`` onto ``left`` keeping the left rows' order and index labels."""
+        """Join ``right`` onto ``left`` keeping the left rows' order and index labels (the
+        index object itself where every left row comes back once, as on pandas: a frame
+        built from the result's columns then takes them without reindexing, which cuDF
+        refuses on repeated labels)."""
         cupy = _cupy()
         position = "__tabflow_left_row__"
         keyed = left.assign(**{position: cupy.arange(len(left), dtype="int64")})
@@ -456,7 +505,7 @@ class CudfBackend:
         out = out.sort_values(position)
         rows = out[position].values
         out = out.drop(columns=[position])
-        out.index = left.index.take(rows)
+        out.index = left.index if how == "left" and len(out) == len(left) else left.index.take(rows)
         return out
 
     def sparse_rowwise_dot(self, left: Any, left_rows: Any, right: Any, right_rows: Any) -> Any:
@@ -553,6 +602,17 @@ class CudfBackend:
                         "or 'string'), or rewrite the files with one type for the column"
                     )
                 exact[name] = cast
+        for name, wanted in casts.items():
+            if self.is_list_dtype(frame[name].dtype) and self.is_list_dtype(wanted):
+                # cuDF refuses list casts (ColumnBase.astype): Arrow casts them, refusing a
+                # value the planned element type cannot hold.
+                try:
+                    exact[name] = _cast_list(frame[name], wanted)
+                except pa.ArrowInvalid as err:
+                    raise ValueError(
+                        f"column {name!r} holds a value that dtype {dtypes[name]} cannot hold ({err}); pass "
+                        f"dtypes={{{name!r}: ...}} with a dtype that holds every file's values"
+                    ) from None
         rest = {name: wanted for name, wanted in casts.items() if name not in exact}
         frame = frame.astype(rest) if rest else frame
         for name, cast in exact.items():
@@ -626,6 +686,53 @@ def _string_dtype() -> Any:
     """The dtype cuDF gives strings read from Arrow (``object`` before pandas 3 builds of
     cuDF, pandas' ``str`` dtype since)."""
     return _cudf().Series.from_arrow(pa.array([], pa.string())).dtype
+
+
+def _all_labelled_by(series: Sequence[Any], index: Any) -> bool:
+    """Whether every series' labels are ``index``'s, row for row: the same object, or an
+    equal one (compared once per distinct index object)."""
+    equal: dict[int, bool] = {}
+    for value in series:
+        if value.index is index:
+            continue
+        key = id(value.index)
+        if key not in equal:
+            equal[key] = len(value.index) == len(index) and bool(value.index.equals(index))
+        if not equal[key]:
+            return False
+    return True
+
+
+def _cast_list(series: Any, target: Any) -> Any:
+    """A list column (of any list dtype cuDF holds, pandas' Arrow lists included) cast to
+    the cuDF list dtype ``target`` by Arrow on the host: cuDF's ``astype`` refuses list casts
+    (``ColumnBase.astype``). The index and name are kept."""
+    array = series.to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    arrow_type = dtype_names.arrow_type(BACKEND.canonical_dtype(target))
+    cast = _cudf().Series.from_arrow(array.cast(arrow_type))
+    cast.index = series.index
+    cast.name = series.name
+    return cast
+
+
+def _is_pandas_extension(dtype: Any) -> bool:
+    """A pandas extension dtype (Arrow, masked, pandas' strings) rather than cuDF's own
+    dtypes (``ListDtype``, ``CategoricalDtype``, ...) or NumPy's."""
+    import pandas as pd
+
+    return isinstance(dtype, pd.api.extensions.ExtensionDtype) and type(dtype).__module__.startswith("pandas")
+
+
+def _native_column(backend: CudfBackend, series: Any) -> Any:
+    """``series`` in the cuDF dtype of its canonical dtype (itself when it has it)."""
+    target = backend.engine_dtype(backend.canonical_dtype(series.dtype))
+    if series.dtype == target:
+        return series
+    if backend.is_list_dtype(target):
+        return _cast_list(series, target)
+    return series.astype(target)
 
 
 def _is_number_dtype(dtype: Any) -> bool:

@@ -244,6 +244,19 @@ class PandasBackend:
         dtype = getattr(values, "dtype", None)
         return self.canonical_dtype(dtype if dtype is not None else np.asarray(values).dtype)
 
+    def column_dtype(self, series: pd.Series) -> str:
+        """The column's canonical dtype: pandas names a column that can hold nulls by its
+        masked dtype already (a plain NumPy integer column cannot hold one).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> get_backend("pandas").column_dtype(pd.Series([1, None], dtype="Int64"))
+        'Int64'
+        """
+        return self.canonical_dtype(series.dtype)
+
     def frame_from_dict(self, columns: Mapping[str, Any], index: Any = None) -> pd.DataFrame:
         # copy=False: the columns are fresh op results; copying them would double the memory
         # traffic of every transform.
@@ -352,6 +365,20 @@ class PandasBackend:
         return pd.Series(values, index=series.index, name=series.name, copy=False)
 
     def to_numpy(self, series: pd.Series, dtype: Any = None, na_value: Any = None) -> np.ndarray:
+        """A series' values as a NumPy array of ``dtype``, nulls as ``na_value``.
+
+        As ``object`` a null is None unless ``na_value`` says otherwise, whatever pandas' own
+        missing value for the dtype is (NaN for ``str``, ``pd.NA`` for ``string``).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> get_backend("pandas").to_numpy(pd.Series(["a", None], dtype="str"), dtype=object).tolist()
+        ['a', None]
+        """
+        if na_value is None and dtype is not None and np.dtype(dtype) == np.dtype(object):
+            return series.to_numpy(dtype=object, na_value=None)
         if na_value is None:
             return series.to_numpy(dtype=dtype)
         return series.to_numpy(dtype=dtype, na_value=na_value)
@@ -493,6 +520,21 @@ class PandasBackend:
     def slice_rows(self, frame: pd.DataFrame, start: int, stop: int) -> pd.DataFrame:
         """Rows ``start:stop`` by position."""
         return frame.iloc[start:stop]
+
+    def sort_rows(
+        self, frame: pd.DataFrame, by: Sequence[str], ascending: bool | Sequence[bool] = True, na_position: str = "last"
+    ) -> pd.DataFrame:
+        """Rows ordered by ``by``, ties in their order (pandas' stable sort; its default sorts
+        one key column with quicksort).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from tabflow.backends import get_backend
+        >>> get_backend("pandas").sort_rows(pd.DataFrame({"k": [2, 1, 2], "v": ["a", "b", "c"]}), ["k"])["v"].tolist()
+        ['b', 'a', 'c']
+        """
+        return frame.sort_values(list(by), ascending=ascending, na_position=na_position, kind="stable")
 
     def take_rows(self, frame: pd.DataFrame, positions: Any) -> pd.DataFrame:
         """Rows at the given positions, in that order."""
@@ -788,6 +830,10 @@ class PandasBackend:
 
         Null keys match null keys. Rows of ``left`` without a match get nulls (``how="left"``)
         or are dropped (``how="inner"``); a key repeated in ``right`` repeats the left row.
+        Where every left row comes back once (a left join on unique keys), the result holds
+        ``left``'s index object itself, so that its columns build frames on that index as they
+        are (repeated labels included, which a frame built from series of another index would
+        have to reindex).
         """
         position = "__tabflow_left_row__"
         keyed = left.assign(**{position: np.arange(len(left), dtype=np.int64)})
@@ -797,7 +843,7 @@ class PandasBackend:
             order = np.argsort(rows, kind="stable")
             out, rows = out.iloc[order], rows[order]
         out = out.drop(columns=[position])
-        out.index = left.index[rows]
+        out.index = left.index if how == "left" and len(rows) == len(left) else left.index[rows]
         return out
 
     def sparse_rowwise_dot(self, left: Any, left_rows: np.ndarray, right: Any, right_rows: np.ndarray) -> np.ndarray:

@@ -35,10 +35,10 @@ with ``EngineArray`` of a type of its own, so that the CPU test suite catches an
 mixes the two kinds before a GPU does. Making tensors of engine arrays is the loader's job.
 
 ``Frame``, ``Series`` and ``Index`` are the engine's (pandas or cuDF) objects. Besides the
-methods of :class:`Backend`, ops call a short list of methods on them directly, the ones both
+methods of :class:`Backend`, code calls a short list of methods on them directly, the ones both
 engines share with the same meaning: :data:`FRAME_METHODS` (``tests/backends/test_protocol.py``
-scans ``tabflow/ops`` for any other pandas method called on a frame, and checks that cuDF has
-every listed one).
+scans ``tabflow/ops`` for any other pandas method called on a frame and every module for any
+other method called on a known engine frame, and runs every listed one on cuDF against pandas).
 
 Examples
 --------
@@ -71,19 +71,21 @@ Series: TypeAlias = "pd.Series"
 #: An index of either engine.
 Index: TypeAlias = "pd.Index"
 
-#: The pandas-API methods ops may call on an engine's frames, series and group-bys (besides
+#: The pandas-API methods code may call on an engine's frames, series and group-bys (besides
 #: :class:`Backend`'s), because pandas and cuDF give them the same meaning. Reductions and
-#: conversions that engine arrays share (``sum``, ``astype``, ``to_numpy``, ...) are listed too.
+#: conversions that engine arrays share (``sum``, ``astype``, ``to_numpy``, ...) are listed too;
+#: ``tolist`` is not (cuDF's series refuse it: ``Backend.to_host`` first).
 FRAME_METHODS = frozenset({
     # missing values
     "isna", "notna", "fillna", "dropna", "where", "mask",
     # shape and labels
-    "assign", "drop", "drop_duplicates", "rename", "reset_index", "sort_values", "shift",
+    "assign", "drop", "drop_duplicates", "rename", "reset_index", "sort_values", "shift", "set_index", "to_frame",
+    "sample",
     # group-bys and arithmetic
     "groupby", "agg", "transform", "multiply", "map",
     # reductions and conversions (arrays have them too)
     "all", "any", "sum", "min", "max", "mean", "astype", "clip", "copy", "take", "to_numpy",
-    "to_dict", "tolist", "memory_usage",
+    "to_dict", "memory_usage",
     # writing a host table (the vocabulary files)
     "to_parquet",
 })
@@ -147,6 +149,11 @@ class Backend(Protocol):
     def observed_dtype(self, values: Any) -> str:
         """Canonical name of what a user function returned (a series or an array)."""
 
+    def column_dtype(self, series: Series) -> str:
+        """Canonical name of a column's dtype by the nullable-integer rule of
+        :mod:`tabflow.schema.dtypes`: the masked name (``"Int64"``) where an integer or
+        boolean column holds a null, also on cuDF, whose dtypes do not say so."""
+
     # ----------------------------------------------------------- construction
     def empty_frame(self, dtypes: Mapping[str, str]) -> Frame:
         """A zero-row frame with the given canonical dtypes (dask ``meta``)."""
@@ -184,7 +191,8 @@ class Backend(Protocol):
         a value): nulls, and NaN already in the data, are missing on both engines."""
 
     def to_numpy(self, series: Series, dtype: Any = None, na_value: Any = None) -> HostArray:
-        """A series' values copied to host memory as ``dtype``, nulls as ``na_value``."""
+        """A series' values copied to host memory as ``dtype``, nulls as ``na_value`` (as
+        ``object``: Python values, nulls None unless ``na_value`` says)."""
 
     # -------------------------------------------------------------- host moves
     def to_host(self, obj: Any) -> Any:
@@ -229,6 +237,10 @@ class Backend(Protocol):
     # ---------------------------------------------------- rows and loader arrays
     def slice_rows(self, frame: Frame, start: int, stop: int) -> Frame:
         """Rows ``start:stop`` by position."""
+
+    def sort_rows(self, frame: Frame, by: Sequence[str], ascending: bool | Sequence[bool] = True, na_position: str = "last") -> Frame:
+        """Rows ordered by the columns ``by``, rows of equal keys in their order (a stable
+        sort), index labels kept."""
 
     def take_rows(self, frame: Frame, positions: EngineArray | HostArray) -> Frame:
         """Rows at the given positions, in that order, with a new range index."""

@@ -1,25 +1,76 @@
-"""The strict engine: the pandas engine with engine arrays that behave like GPU arrays.
+"""The strict engine: the pandas engine with cuDF's and CuPy's rules, for the CPU tests.
 
 On the cuDF engine an ``EngineArray`` (:mod:`tabflow.backends.protocol`) is a CuPy array in
-GPU memory: CuPy functions refuse NumPy arrays, NumPy refuses to convert a CuPy array
-implicitly, and an expression mixing the two is a ``TypeError``. On the pandas engine both
-kinds are NumPy arrays, so code that mixes them runs on a laptop and fails only on a GPU.
-The strict engine closes that gap for tests: it is the pandas engine (same frames, same
-results), but every ``EngineArray`` it hands out is a :class:`DeviceArray` and its
-:attr:`~StrictBackend.xp` is a NumPy namespace with CuPy's rules:
+GPU memory, and frames follow cuDF's rules where pandas is lenient. Code that breaks those
+rules runs on a laptop and fails only on a GPU. The strict engine closes the gap where the
+rules can be modelled on pandas: it is the pandas engine (same frames, same results), with
+the rules below. Each names the cuDF source it models: rapidsai/cudf, ``python/cudf/cudf/``,
+at 6a22d1d (the 26.10 line; the lines may move in later releases).
+
+Engine arrays (CuPy's rules). Every ``EngineArray`` the engine hands out is a
+:class:`DeviceArray` and :attr:`~StrictBackend.xp` is a NumPy namespace with CuPy's rules:
 
 - ``xp`` functions, ufuncs and a :class:`DeviceArray`'s methods and operators take device
   arrays and scalars; a :class:`numpy.ndarray` among their arguments is a ``TypeError``;
-- a :class:`DeviceArray` does not turn into a NumPy array implicitly (``numpy.asarray``,
+- a :class:`DeviceArray` does not turn into a NumPy array implicitly anywhere (``numpy.asarray``,
   pyarrow, NumPy functions beside host arrays): :meth:`~StrictBackend.to_host` moves it,
   ``float()`` / ``int()`` / ``bool()`` / ``.item()`` / ``.tolist()`` read values out, as CuPy
-  allows;
-- pandas objects accept device arrays (``series[mask]``, ``Series(values)``), as cuDF's
-  accept CuPy arrays.
+  allows; only pandas may take one (``series[mask]``, ``Series(values)``), as cuDF's objects
+  take CuPy arrays;
+- ``xp`` has only the functions CuPy's namespace has (:data:`CUPY_NAMES`, CuPy 14.2's).
+
+Frames (cuDF's rules):
+
+- **No masked dtypes in what ops see.** cuDF columns are all nullable and carry NumPy dtypes
+  (``ColumnBase.from_arrow``, ``core/column/column.py``), so the cuDF engine names an
+  ``Int64`` column ``int64``. Here :meth:`~StrictBackend.canonical_dtype`, asked by an op
+  (a module of ``tabflow.ops`` or ``tabflow.loader.ops``), answers the plain name too: an op
+  that plans a dtype from the column's runtime dtype instead of its planned one
+  (:func:`tabflow.graph.columns.input_dtype`) plans what it would plan on cuDF.
+- **Lossy fills refused.** cuDF fills nulls in the column's own dtype and refuses a value that
+  dtype cannot hold exactly: ``NumericalColumn._validate_fillna_value``
+  (``core/column/numerical.py:1183``) raises "Cannot safely cast non-equivalent float to
+  int64" when ``can_cast_safely`` (``numerical.py:1211``) says no (0.5 into integers, 2 into
+  booleans); a column without nulls is copied unchecked (``ColumnBase.fillna``,
+  ``core/column/column.py:1943``). :meth:`~StrictBackend.fill_nulls` refuses the same fills.
+- **Frames built from series aligned by index.** ``cudf.DataFrame(columns, index=index)``
+  reindexes every series to ``index`` (``_mapping_to_column_accessor``,
+  ``core/dataframe.py:905``), and reindexing refuses repeated labels even where they equal
+  the target's (``IndexedFrame._reindex``, ``core/indexed_frame.py:4048``); the cuDF engine
+  takes series that hold ``index`` itself as they are. Here
+  :meth:`~StrictBackend.frame_from_dict` refuses, with an index of repeated labels (a
+  partition after ``Dataset.shuffle_by_keys``), a series that does not hold that index (the
+  object or a view of it, pandas' ``Index.is_``).
+- **Group and merge output in no particular order.** cuDF's ``groupby(sort=False)`` gives
+  groups in libcudf's hash order (``core/groupby/groupby.py:339``, ``:1392``) and a merge
+  without ``sort`` its rows in the hash join's order (``Merge._gather_maps``,
+  ``core/join/join.py:260``); pandas gives first appearance and the left order. While the
+  engine is on, those calls made by tabflow's code outside the backends (ops, the graph,
+  readers) return their rows reversed.
+- **List casts refused.** ``ColumnBase.astype`` raises ``NotImplementedError`` for a list
+  column cast to another list dtype (``core/column/column.py:2319``); so does a list
+  series' ``astype`` called by tabflow's code outside the backends while the engine is on
+  (:meth:`Backend.astype` itself casts lists on either engine).
+
+What the model cannot see: the cuDF backend's own code (``cudf_backend.py`` never runs here:
+its tests need a GPU, ``pytest -m gpu``); dtypes an op reads without asking its backend
+(``series.dtype`` itself, :func:`tabflow.schema.dtypes.canonical_dtype`), which stay pandas'
+masked ones; pandas' methods called inside the backends or by pandas itself, and by code
+outside tabflow; pandas objects converting themselves to the host,
+which cuDF refuses (``Series.tolist``, ``core/single_column_frame.py:225``; ``__array__``,
+``core/frame.py:603``; iteration, ``core/mixins/notiterable.py``): the scan of frame methods
+in ``tests/backends/test_protocol.py`` flags such calls instead, as it flags
+``sort_values(kind=...)``, which cuDF warns about (``core/indexed_frame.py:3810``); NaN made
+null when cuDF builds a column from an array (``as_column``, ``core/column/column.py:3367``),
+where pandas' NaN already is its missing value (``isna``, ``count``, ``sum``, ``fillna``
+treat both alike), and NaN read from files, which cuDF counts as a value (``Backend.to_float``
+makes it null, tested on cuDF); float sums in another order (cuDF's hash group-by adds a
+group's values in no fixed order); pandas extension dtypes inside cuDF frames after
+``cudf.from_pandas`` (``core/column/column.py:3447``), which the cuDF backend turns into
+cuDF's own (:meth:`Backend.with_list_columns`).
 
 Turned on with :func:`tabflow.backends.strict_engine`; the test suite runs every
-engine-parametrised test on it too, so an op that mixes host and device arrays fails on the
-CPU, in CI, before a user's GPU sees it.
+engine-parametrised test on it too, and ``--strict-engine`` runs the whole suite on it.
 
 Examples
 --------
@@ -51,8 +102,9 @@ import pandas as pd
 
 from tabflow.backends.pandas_backend import PandasBackend
 from tabflow.backends.protocol import Allocate
+from tabflow.schema import dtypes as dtype_names
 
-__all__ = ["DeviceArray", "StrictBackend", "BACKEND", "device_namespace"]
+__all__ = ["DeviceArray", "StrictBackend", "BACKEND", "device_namespace", "CUPY_NAMES", "frame_rules"]
 
 _HOST_ARGUMENT = (
     "a host (NumPy) array was given where a device array is expected (strict engine, as CuPy on a GPU): "
@@ -273,13 +325,73 @@ def _device_function(function: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+#: The public names of CuPy's top-level namespace (``cupy/__init__.py`` of CuPy 14.2.0): the
+#: strict engine's ``xp`` offers a NumPy function only under one of these names, so code that
+#: calls a NumPy function CuPy lacks (``xp.insert``, ``xp.nanpercentile``, ``xp.geomspace``)
+#: fails on the CPU as it would on a GPU.
+CUPY_NAMES = frozenset("""
+    AxisError ComplexWarning DataSource ElementwiseKernel Inf Infinity ModuleDeprecationWarning NAN NINF
+    NZERO NaN PINF PZERO RankWarning RawKernel RawModule ReductionKernel TooHardError
+    VisibleDeprecationWarning abs absolute acos acosh add all allclose alltrue amax amin angle
+    annotations any append apply_along_axis apply_over_axes arange arccos arccosh arcsin arcsinh arctan
+    arctan2 arctanh argmax argmin argpartition argsort argwhere around array array2string array_equal
+    array_equiv array_repr array_split array_str asanyarray asarray asarray_chkfinite ascontiguousarray
+    asfarray asfortranarray asin asinh asnumpy astype atan atan2 atanh atleast_1d atleast_2d atleast_3d
+    average bartlett base_repr binary_repr bincount bitwise_and bitwise_count bitwise_invert
+    bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor blackman bool bool_
+    broadcast broadcast_arrays broadcast_shapes broadcast_to byte byte_bounds c_ can_cast cbrt cdouble
+    ceil cfloat choose clear_memo clip column_stack common_type complex128 complex64 complex_
+    complexfloating compress concat concatenate conj conjugate convolve copy copysign copyto corrcoef
+    correlate cos cosh count_nonzero cov cross csingle cuda cumprod cumproduct cumsum cumulative_prod
+    cumulative_sum deg2rad degrees delete diag diag_indices diag_indices_from diagflat diagonal diff
+    digitize disable_experimental_feature_warning disp divide divmod dot double dsplit dstack dtype e
+    ediff1d einsum empty empty_like equal euler_gamma exceptions exp exp2 expand_dims expm1 extract eye
+    fabs fft fill_diagonal find_common_type finfo fix flatiter flatnonzero flip fliplr flipud float16
+    float32 float64 float_ float_power floating floor floor_divide fmax fmin fmod
+    format_float_positional format_float_scientific format_parser frexp fromDlpack from_dlpack
+    frombuffer fromfile fromfunction fromiter fromstring full full_like fuse gcd generic genfromtxt
+    get_array_module get_array_wrap get_default_memory_pool get_default_pinned_memory_pool
+    get_printoptions gradient greater greater_equal half hamming hanning heaviside histogram histogram2d
+    histogramdd hsplit hstack hypot i0 identity iinfo imag in1d index_exp indices inexact inf infty
+    inner int16 int32 int64 int8 int_ intc integer interp intersect1d intp invert is_available isclose
+    iscomplex iscomplexobj isdtype isfinite isfortran isin isinf isnan isneginf isposinf isreal
+    isrealobj isscalar issctype issubclass_ issubdtype issubsctype iterable ix_ kaiser kron lcm ldexp
+    left_shift less less_equal lexsort linalg linspace load loadtxt log log10 log1p log2 logaddexp
+    logaddexp2 logical_and logical_not logical_or logical_xor logspace long longlong make_aligned_dtype
+    mask_indices matmul matrix_transpose max maximum may_share_memory mean median memoize meshgrid mgrid
+    min min_scalar_type minimum mintypecode mod modf moveaxis msort multiply nan nan_to_num nanargmax
+    nanargmin nancumprod nancumsum nanmax nanmean nanmedian nanmin nanprod nanstd nansum nanvar ndarray
+    ndim ndindex negative newaxis nextafter nonzero not_equal number obj2sctype ogrid ones ones_like
+    outer packbits pad partition percentile permute_dims pi piecewise place poly poly1d polyadd polyfit
+    polymul polynomial polysub polyval positive pow power printoptions prod product promote_types ptp
+    put put_along_axis putmask quantile r_ rad2deg radians random ravel ravel_multi_index real
+    real_if_close reciprocal remainder repeat require reshape resize result_type right_shift rint roll
+    rollaxis roots rot90 round round_ row_stack s_ safe_eval save savetxt savez savez_compressed
+    sctype2char searchsorted select set_printoptions set_string_function setdiff1d setxor1d shape
+    shares_memory short show_config sign signbit signedinteger sin sinc single singlecomplex sinh size
+    sometrue sort sort_complex split sqrt square squeeze stack std subtract sum swapaxes take
+    take_along_axis tan tanh tensordot testing tile trace transpose trapezoid trapz tri tril
+    tril_indices tril_indices_from trim_zeros triu triu_indices triu_indices_from true_divide trunc
+    typename ubyte ufunc uint uint16 uint32 uint64 uint8 uintc uintp ulong ulonglong union1d unique
+    unique_all unique_counts unique_inverse unique_values unpackbits unravel_index unsignedinteger
+    unwrap ushort vander var vdot vectorize vsplit vstack where who zeros zeros_like
+""".split())
+_NOT_IN_CUPY = (
+    "{name}() is not in CuPy's namespace (strict engine, as backend.xp is CuPy on a GPU): use a function CuPy "
+    "has, or compute on the host with NumPy"
+)
+
+
 class _DeviceNamespace(ModuleType):
     """NumPy (or one of its submodules) with CuPy's rules: functions take device arrays and
-    scalars and return device arrays; dtypes and constants are NumPy's."""
+    scalars and return device arrays; dtypes and constants are NumPy's. At the top level only
+    the functions CuPy has (:data:`CUPY_NAMES`) are there; submodules (``xp.random``,
+    ``xp.linalg``) are NumPy's whole."""
 
-    def __init__(self, module: ModuleType) -> None:
+    def __init__(self, module: ModuleType, top_level: bool = False) -> None:
         super().__init__(f"strict:{module.__name__}")
         self._module = module
+        self._top_level = top_level
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._module, name)
@@ -291,6 +403,8 @@ class _DeviceNamespace(ModuleType):
             return _DeviceNamespace(value)
         if isinstance(value, type) or not callable(value):
             return value  # dtypes (xp.int64), constants (xp.nan), classes
+        if self._top_level and name not in CUPY_NAMES:
+            raise AttributeError(_NOT_IN_CUPY.format(name=name))
         return _device_function(value)
 
 
@@ -299,7 +413,7 @@ def _from_any(value: Any, dtype: Any = None, **kwargs: Any) -> DeviceArray:
 
 
 #: The strict engine's ``xp``: NumPy with CuPy's rules (see :class:`DeviceArray`).
-device_namespace = _DeviceNamespace(np)
+device_namespace = _DeviceNamespace(np, top_level=True)
 
 
 class _DeviceRandomState:
@@ -313,8 +427,139 @@ class _DeviceRandomState:
         return _device_function(attribute) if callable(attribute) else attribute
 
 
+# ------------------------------------------------------------------- cuDF's rules
+#: Modules whose questions about dtypes get cuDF's answers (no masked names): the ops.
+_OP_MODULES = ("tabflow.ops.", "tabflow.loader.ops.")
+_REPEATED_LABELS = (
+    "cannot reindex on an axis with duplicate labels (strict engine, as cuDF: a frame built from series "
+    "reindexes each one that does not hold the index itself): build the column{s} {names} on the frame's "
+    "own index (the series of the frame, or backend.with_index(result, frame.index))"
+)
+
+
+def _asked_by(prefixes: tuple[str, ...], depth: int = 2) -> bool:
+    """Whether the code that called the function ``depth - 1`` frames up is in a module whose
+    name starts with one of ``prefixes``."""
+    return sys._getframe(depth).f_globals.get("__name__", "").startswith(prefixes)
+
+
+def _fill_is_exact(value: Any, dtype: np.dtype) -> bool:
+    """Whether cuDF takes ``value`` as a fill of a column of NumPy ``dtype``: the value's
+    Arrow scalar casts to it without change (``NumericalColumn.can_cast_safely``)."""
+    kind = dtype.kind
+    if isinstance(value, (bool, np.bool_)):
+        return kind == "b"
+    if kind == "b" or not isinstance(value, (int, float, np.integer, np.floating)):
+        return kind not in "iufb"
+    if kind in "iu":
+        if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+            return False
+        info = np.iinfo(dtype)
+        return bool(info.min <= value <= info.max)
+    if kind == "f" and isinstance(value, (int, np.integer)):
+        return abs(int(value)) <= 2 ** (np.finfo(dtype).nmant + 1)
+    return True
+
+
+#: Group-by methods whose output rows are the groups (reversed while the rules are on).
+_GROUP_METHODS = (
+    "agg", "aggregate", "sum", "count", "size", "mean", "min", "max", "first", "last", "std", "var", "nunique",
+    "median", "prod",
+)
+_LIST_CAST = (
+    "Casting {dtype} columns not currently supported (strict engine, as cuDF refuses list casts): cast list "
+    "columns with backend.astype, which casts them on either engine"
+)
+#: ``(owner, name, what the owner's own dict held)`` of every pandas method replaced while
+#: the rules are on.
+_REPLACED: list[tuple[type, str, Any]] = []
+
+
+def _asked_by_tabflow(depth: int = 2) -> bool:
+    """Whether the caller ``depth - 1`` frames up is tabflow's code outside the backends (the
+    backends implement the engines and may rely on pandas' own behaviour)."""
+    module = sys._getframe(depth).f_globals.get("__name__", "")
+    return module.startswith("tabflow.") and not module.startswith("tabflow.backends.")
+
+
+def _groups_unordered(method: Callable[..., Any]) -> Callable[..., Any]:
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        if not self.sort and _asked_by_tabflow() and isinstance(out, (pd.DataFrame, pd.Series)):
+            return out.iloc[::-1]  # cuDF: libcudf's hash order, not first appearance
+        return out
+
+    call.__name__, call.__doc__ = method.__name__, method.__doc__
+    return call
+
+
+def _merge_unordered(method: Callable[..., Any]) -> Callable[..., Any]:
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        by_index = kwargs.get("left_index") or kwargs.get("right_index")
+        if not kwargs.get("sort") and not by_index and _asked_by_tabflow():
+            return out.iloc[::-1].reset_index(drop=True)  # cuDF: the hash join's order
+        return out
+
+    call.__name__, call.__doc__ = method.__name__, method.__doc__
+    return call
+
+
+def _list_casts_refused(method: Callable[..., Any]) -> Callable[..., Any]:
+    def call(self: Any, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+        if _is_arrow_list(self.dtype) and _asked_by_tabflow():
+            target = pd.api.types.pandas_dtype(dtype)
+            if target != self.dtype and _is_arrow_list(target):
+                raise NotImplementedError(_LIST_CAST.format(dtype=self.dtype))
+        return method(self, dtype, *args, **kwargs)
+
+    call.__name__, call.__doc__ = method.__name__, method.__doc__
+    return call
+
+
+def _is_arrow_list(dtype: Any) -> bool:
+    import pyarrow as pa
+
+    return isinstance(dtype, pd.ArrowDtype) and (pa.types.is_list(dtype.pyarrow_dtype) or pa.types.is_large_list(dtype.pyarrow_dtype))
+
+
+def frame_rules(on: bool) -> None:
+    """Turn on (or off) cuDF's rules for pandas' own methods called by tabflow's code outside
+    the backends (see the module): group-bys without ``sort`` and merges without ``sort``
+    give their rows reversed, a list series' ``astype`` to another list dtype is a
+    ``NotImplementedError``. :func:`tabflow.backends.strict_engine` turns them on for as long
+    as a strict block is open.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends import strict_engine
+    >>> with strict_engine():  # turns the rules on; asked from outside tabflow: pandas' order
+    ...     pd.DataFrame({"k": [2, 1, 2]}).groupby("k", sort=False).size().index.tolist()
+    [2, 1]
+    """
+    from pandas.api.typing import DataFrameGroupBy, SeriesGroupBy
+
+    if not on:
+        while _REPLACED:
+            owner, name, original = _REPLACED.pop()
+            if original is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+        return
+    if _REPLACED:
+        return
+    replacements = [(owner, name, _groups_unordered) for owner in (DataFrameGroupBy, SeriesGroupBy) for name in _GROUP_METHODS]
+    replacements += [(pd.DataFrame, "merge", _merge_unordered), (pd.Series, "astype", _list_casts_refused)]
+    for owner, name, rule in replacements:
+        _REPLACED.append((owner, name, owner.__dict__.get(name)))
+        setattr(owner, name, rule(getattr(owner, name)))
+
+
 class StrictBackend(PandasBackend):
-    """The pandas engine whose engine arrays are :class:`DeviceArray` (see the module).
+    """The pandas engine with cuDF's and CuPy's rules (see the module): engine arrays are
+    :class:`DeviceArray`.
 
     Examples
     --------
@@ -323,12 +568,47 @@ class StrictBackend(PandasBackend):
     >>> mask = BACKEND.null_mask(pd.Series([1.0, None]))
     >>> type(mask).__name__, BACKEND.to_host(mask).tolist()
     ('DeviceArray', [False, True])
+    >>> BACKEND.fill_nulls(pd.Series([1, None], dtype="Int64"), 0.5, "float64")
+    Traceback (most recent call last):
+    ...
+    TypeError: Cannot safely cast non-equivalent float to int64 (strict engine, as cuDF fills nulls in the column's dtype): convert the column first (backend.to_float) or fill with a value it holds
     """
 
     @property
     def xp(self) -> Any:
         """NumPy with CuPy's rules: functions take and return :class:`DeviceArray`."""
         return device_namespace
+
+    # ----------------------------------------------------------- cuDF's rules
+    def canonical_dtype(self, dtype: Any) -> str:
+        """The pandas engine's name; asked by an op, the plain name of a masked dtype, as the
+        cuDF engine names its columns (``"int64"`` for ``Int64``)."""
+        name = super().canonical_dtype(dtype)
+        return dtype_names.unmasked_dtype(name) if _asked_by(_OP_MODULES) else name
+
+    def fill_nulls(self, series: pd.Series, value: Any, canonical: str) -> pd.Series:
+        """The pandas engine's fill, refusing what cuDF refuses: a value the column's own
+        dtype cannot hold exactly, where the column holds a null."""
+        dtype = getattr(series.dtype, "numpy_dtype", series.dtype)
+        if isinstance(dtype, np.dtype) and not _fill_is_exact(value, dtype) and bool(series.isna().any()):
+            raise TypeError(
+                f"Cannot safely cast non-equivalent {type(value).__name__} to {dtype.name} (strict engine, as cuDF "
+                "fills nulls in the column's dtype): convert the column first (backend.to_float) or fill with a "
+                "value it holds"
+            )
+        return super().fill_nulls(series, value, canonical)
+
+    def frame_from_dict(self, columns: Mapping[str, Any], index: Any = None) -> pd.DataFrame:
+        """The pandas engine's frame, refusing what cuDF refuses: with an index of repeated
+        labels, a series that does not hold that index object (cuDF would reindex it)."""
+        columns = {k: _unwrap(v) for k, v in columns.items()}
+        index = _unwrap(index)
+        if index is not None and not index.is_unique:
+            # ``is_``: the same index through pandas' views (``frame[name].index`` is a view).
+            foreign = [name for name, value in columns.items() if isinstance(value, pd.Series) and not value.index.is_(index)]
+            if foreign:
+                raise ValueError(_REPEATED_LABELS.format(s="s" if len(foreign) > 1 else "", names=foreign))
+        return super().frame_from_dict(columns, index=index)
 
     # ----------------------------------------------------------- host moves
     def to_host(self, obj: Any) -> Any:
@@ -338,9 +618,6 @@ class StrictBackend(PandasBackend):
         return DeviceArray(obj) if isinstance(obj, np.ndarray) else obj
 
     # ------------------------------------------------ what takes engine arrays
-    def frame_from_dict(self, columns: Mapping[str, Any], index: Any = None) -> pd.DataFrame:
-        return super().frame_from_dict({k: _unwrap(v) for k, v in columns.items()}, index=_unwrap(index))
-
     def series(self, values: Any, name: str | None = None, index: Any = None, dtype: Any = None) -> pd.Series:
         return super().series(_unwrap(values), name=name, index=_unwrap(index), dtype=dtype)
 

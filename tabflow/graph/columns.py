@@ -13,9 +13,11 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import operator
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from tabflow.backends import backend_for
 from tabflow.graph.selector import ColumnSelector
@@ -24,7 +26,7 @@ from tabflow.schema.dtypes import is_unknown
 
 __all__ = [
     "merge_schemas", "combine_selectors", "concat_unique", "input_frame", "observes_dtypes",
-    "declares_dtypes", "cast_to_schema",
+    "declares_dtypes", "cast_to_schema", "planned_inputs", "input_dtype",
 ]
 
 
@@ -92,6 +94,53 @@ def declares_dtypes(op: Any) -> bool:
     if op.output_dtype is not None:
         return True
     return any(not getattr(type(op), hook).__module__.startswith("tabflow.") for hook in _DTYPE_HOOKS if hasattr(type(op), hook))
+
+
+#: The input schema of the node whose op is running in this thread (see :func:`planned_inputs`).
+_PLANNED_INPUTS: contextvars.ContextVar[Schema | None] = contextvars.ContextVar("tabflow_planned_inputs", default=None)
+
+
+@contextlib.contextmanager
+def planned_inputs(schema: Schema | None) -> Iterator[None]:
+    """While the block runs, :func:`input_dtype` answers from ``schema``: the graph opens it
+    around an op's ``transform`` and ``fit_partition`` with the node's input schema."""
+    token = _PLANNED_INPUTS.set(schema)
+    try:
+        yield
+    finally:
+        _PLANNED_INPUTS.reset(token)
+
+
+def input_dtype(frame: Any, name: str) -> str:
+    """The canonical dtype an op plans column ``name``'s output from, as the schema pass did.
+
+    Inside a workflow it is the node's planned input dtype, where the engine holds that dtype
+    as the column holds its values: on cuDF a column planned ``"Int64"`` is an ``int64``
+    column, which says nothing of nulls, and one partition of it may have none, yet the
+    op's output dtype (``FillMissing(0.5)``: ``float64``) must be the one planned. Elsewhere
+    (an op's ``transform`` called by a script), or where the data differs from the plan, it
+    is the column's dtype by the nullable-integer rule (:meth:`Backend.column_dtype`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.graph.columns import input_dtype, planned_inputs
+    >>> from tabflow.schema import ColumnSchema, Schema
+    >>> frame = pd.DataFrame({"x": [1, 2]})
+    >>> input_dtype(frame, "x")
+    'int64'
+    >>> with planned_inputs(Schema([ColumnSchema("x", dtype="float64")])):
+    ...     input_dtype(frame, "x")  # a plan the engine would hold otherwise: the data's dtype
+    'int64'
+    """
+    backend = backend_for(frame)
+    column = frame[name]
+    planned = _PLANNED_INPUTS.get()
+    if planned is not None and name in planned:
+        dtype = str(planned[name].dtype)
+        if not is_unknown(dtype) and backend.canonical_dtype(backend.engine_dtype(dtype)) == backend.canonical_dtype(column.dtype):
+            return dtype
+    return backend.column_dtype(column)
 
 
 def cast_to_schema(frame: Any, schema: Schema) -> Any:

@@ -31,7 +31,7 @@ import dask
 
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
-from tabflow.graph.columns import input_frame
+from tabflow.graph.columns import input_frame, planned_inputs
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
 
@@ -344,7 +344,10 @@ def _node_inputs_partition(frame: Frame, runner: GraphRunner) -> Any:
 def _fit_partition(runner: GraphRunner, frame: Frame, count_rows: bool = False) -> list[Any]:
     _fit_task_started()
     inputs = runner.node_inputs(frame)
-    partials = [node.op.fit_partition(node.input_selector, data) for node, data in zip(runner.targets, inputs)]
+    partials = []
+    for node, data in zip(runner.targets, inputs):
+        with planned_inputs(node.input_schema):
+            partials.append(node.op.fit_partition(node.input_selector, data))
     return [*partials, len(frame)] if count_rows else partials
 
 

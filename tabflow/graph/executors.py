@@ -164,7 +164,12 @@ def _check_dtypes(nodes: list[Node], outputs: Mapping[int, Any], capture: bool, 
         seen = {name: backend.observed_dtype(out[name]) for name in node.output_schema.column_names if name in out.columns}
         planned = node.output_schema.dtypes
         if strict:
-            wrong = {n: (planned[n], d) for n, d in seen.items() if not is_unknown(planned[n]) and planned[n] != d}
+            # Compared as the engine names dtypes: on cuDF a column planned "Int64" is an
+            # int64 column (canonical_dtype("Int64") is "int64" there).
+            wrong = {
+                n: (planned[n], d) for n, d in seen.items()
+                if not is_unknown(planned[n]) and backend.canonical_dtype(planned[n]) != d
+            }
             if wrong:
                 raise TypeError(
                     f"{node.label}: column(s) {sorted(wrong)} hold other dtypes than planned "

@@ -28,6 +28,7 @@ from tabflow.graph.columns import (
     input_frame,
     merge_schemas,
     observes_dtypes,
+    planned_inputs,
 )
 from tabflow.graph.executor import conform, evaluate
 from tabflow.graph.selector import ColumnSelector
@@ -162,7 +163,9 @@ class Apply(Step):
         if not node.output_schema.column_names:
             # Every output was removed (Workflow.remove_inputs): nothing to compute.
             return (parents[0] if parents else source)[[]]
-        out = op.transform(node.input_selector, input_frame([*parents, *dependencies], node.input_schema.column_names, source))
+        frame = input_frame([*parents, *dependencies], node.input_schema.column_names, source)
+        with planned_inputs(node.input_schema):
+            out = op.transform(node.input_selector, frame)
         if getattr(op, "runs_user_code", False):
             # Lists a user function returns as Python objects become list columns, as their
             # schema says (observed the same way). Its results are cast to the declared

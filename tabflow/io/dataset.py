@@ -29,6 +29,7 @@ from tabflow.io.partitions import active_client, iter_calls, iter_partitions
 from tabflow.io.progress import compute
 from tabflow.io.shuffle import Shuffle, normalize_shuffle
 from tabflow.schema import ColumnSchema, Schema, Tags
+from tabflow.schema.dtypes import nullable_dtype
 
 __all__ = ["Dataset"]
 
@@ -585,7 +586,7 @@ class Dataset:
         if right.engine != left.engine:
             right_ddf = readers.read_frame(right_ddf, readers.ReadOptions(cpu=left.cpu)).ddf
         merged = left.to_ddf(arrow_lists=True).clear_divisions().merge(right_ddf.clear_divisions(), **kwargs)
-        return cls._from_source(readers.Source(merged, left.engine), None, left.client)
+        return cls._from_source(readers.Source(merged, left.engine, dtypes=_merged_dtypes(left, right, kwargs)), None, left.client)
 
     def _derived(self, ddf: Any) -> "Dataset":
         """A dataset over ``ddf`` (rows of this one, repartitioned) with this one's schema and client."""
@@ -944,6 +945,20 @@ def _preserved_name(path: str, suffix: str) -> str:
     base = basename(path)
     stem, ext = os.path.splitext(base)
     return (stem if ext.lower() in (".csv", ".tsv", ".parquet", ".avro", ".orc") else base) + suffix
+
+
+def _merged_dtypes(left: Dataset, right: Dataset, options: Mapping[str, Any]) -> dict[str, str]:
+    """The planned dtypes of a merge's columns: each side's, the nullable-integer rule applied
+    to a side whose rows may be missing (``how="left"``: the right side's columns). Where the
+    engine holds a plan as the merged column (an ``Int64`` column is ``int64`` on cuDF, which
+    does not say that unmatched rows made nulls) the schema says it, as on pandas."""
+    how = options.get("how", "inner")
+    planned: dict[str, str] = {}
+    for side, may_miss in ((left, how in ("right", "outer")), (right, how in ("left", "outer"))):
+        for column in side.schema:
+            dtype = str(column.dtype)
+            planned.setdefault(column.name, nullable_dtype(dtype) if may_miss else dtype)
+    return planned
 
 
 def _held_as(backend: Any, name: str, canonical: str) -> bool:

@@ -9,6 +9,7 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
+from tabflow.graph.columns import input_dtype
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric
@@ -90,7 +91,7 @@ class Bucketize(SchemaFromColumns, Operator):
             values = backend.column_values(df[name], "float64", na_value=np.nan)
             bounds = xp.asarray(self._boundaries(name), dtype=xp.float64)
             index = xp.searchsorted(bounds, values, side="right").astype(xp.int32)
-            bucket = backend.astype(backend.series(index, index=df.index, name=name), _output_dtype(backend.canonical_dtype(df[name].dtype)))
+            bucket = backend.astype(backend.series(index, index=df.index, name=name), _output_dtype(input_dtype(df, name)))
             null = xp.isnan(values)
             if bool(null.any()):
                 # Only a column whose dtype can hold nulls has any (on cuDF, every column).

@@ -10,6 +10,7 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
+from tabflow.graph.columns import input_dtype
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric
@@ -67,7 +68,7 @@ class Clip(Operator):
         out = {}
         for name in col_selector.names:
             column = df[name]
-            source = backend.canonical_dtype(column.dtype)
+            source = input_dtype(df, name)
             target = self._clipped_dtype(source)
             if target != source:
                 column = backend.to_float(column, target)

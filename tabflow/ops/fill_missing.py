@@ -9,6 +9,7 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
+from tabflow.graph.columns import input_dtype
 from tabflow.graph.kernels import Block, Kernel, elementwise_kernels, floats, null_mask
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops.operator import Operator
@@ -129,12 +130,18 @@ def fill_columns(
     add_binary_cols: bool,
     target_dtype: Callable[[str, Any], str] = filled_dtype,
 ) -> Any:
-    """Fill each column with its value, cast to ``target_dtype(source dtype, value)``."""
+    """Fill each column with its value, cast to ``target_dtype(source dtype, value)``.
+
+    The source dtype is the planned one (:func:`~tabflow.graph.columns.input_dtype`): on cuDF
+    an ``Int64`` column is an ``int64`` column, and planning from that would make a partition
+    without nulls ``int64`` where the schema says ``float64`` (``FillMissing(0.5)``), one with
+    nulls a fill that cuDF refuses, and a nullable boolean filled with 2 ``True`` instead of 2.0.
+    """
     backend = backend_for(df)
     out, flags = {}, {}
     for name in names:
         column, value = df[name], fill_values[name]
-        source = backend.canonical_dtype(column.dtype)
+        source = input_dtype(df, name)
         target = target_dtype(source, value)
         if add_binary_cols:
             flags[f"{name}{FILLED_SUFFIX}"] = column.isna()

@@ -8,6 +8,7 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
+from tabflow.graph.columns import input_dtype
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops import _groupstats as gs
 from tabflow.ops._schema_hooks import SchemaFromColumns
@@ -109,9 +110,8 @@ class Groupby(SchemaFromColumns, Operator):
     def transform(self, col_selector: ColumnSelector, df: Frame) -> Frame:
         backend = backend_for(df)
         keys, sort_cols = gs.as_names(self.groupby_cols), gs.as_names(self.sort_cols)
-        ordered = df.sort_values(
-            [*keys, *sort_cols], ascending=[True] * len(keys) + [bool(self.ascending)] * len(sort_cols),
-            na_position="last", kind="stable",
+        ordered = backend.sort_rows(
+            df, [*keys, *sort_cols], ascending=[True] * len(keys) + [bool(self.ascending)] * len(sort_cols),
         ).reset_index(drop=True)
         starts, offsets = _group_starts(ordered, keys, backend)
         ids = backend.series(np.repeat(np.arange(len(starts)), np.diff(offsets)), index=ordered.index)
@@ -129,7 +129,7 @@ class Groupby(SchemaFromColumns, Operator):
                 result = values.groupby(ids, sort=True).agg(agg)
             out[name] = result.reset_index(drop=True)
         frame = backend.frame_from_dict(out)
-        dtypes = self._dtypes({n: backend.canonical_dtype(d) for n, d in df.dtypes.items()}, col_selector)
+        dtypes = self._dtypes({n: input_dtype(df, n) for n in df.columns}, col_selector)
         return frame.astype({n: backend.engine_dtype(d) for n, d in dtypes.items() if backend.canonical_dtype(frame[n].dtype) != d})
 
     def _output_keys(self, col_selector: ColumnSelector) -> list[str]:

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
+from tabflow.graph.columns import input_dtype
 from tabflow.graph.node import Node
 from tabflow.graph.operator import keeping_update_state
 from tabflow.graph.selector import ColumnSelector
@@ -190,7 +191,7 @@ class JoinGroupby(SchemaFromColumns, StatOperator):
             table = table if backend_for(table) is backend else backend.from_host(table)
             joined = backend.merge_keep_order(df[list(keys)], table, list(keys), list(keys), how="left")
             count_name = self._names(keys, conts)[("count", None)]
-            dtypes = self._dtypes(keys, conts, {c: backend.canonical_dtype(df[c].dtype) for c in conts})
+            dtypes = self._dtypes(keys, conts, {c: input_dtype(df, c) for c in conts})
             for name in self._outputs(keys, conts):
                 column = joined[name]
                 if name == count_name:

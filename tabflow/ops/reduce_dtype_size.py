@@ -8,6 +8,7 @@ import numpy as np
 
 from tabflow.backends import backend_for
 from tabflow.backends.protocol import Frame
+from tabflow.graph.columns import input_dtype
 from tabflow.graph.selector import ColumnSelector
 from tabflow.ops._numeric import require_numeric
 from tabflow.ops.operator import StatOperator
@@ -63,7 +64,7 @@ class ReduceDtypeSize(StatOperator):
         partial = {}
         for name in col_selector.names:
             column = df[name]
-            dtype = backend.canonical_dtype(column.dtype)
+            dtype = input_dtype(df, name)
             kind = "f" if "float" in dtype else "i"
             low, high = column.min(), column.max()
             missing = bool(backend.to_host(column.isna()).all()) if len(column) else True
@@ -113,7 +114,7 @@ class ReduceDtypeSize(StatOperator):
         out = {}
         for name in col_selector.names:
             column = df[name]
-            out[name] = backend.astype(column, self._target(backend.canonical_dtype(column.dtype), name))
+            out[name] = backend.astype(column, self._target(input_dtype(df, name), name))
         return backend.frame_from_dict(out, index=df.index)
 
     def compute_column_schema(self, col_name: str, input_schema: Schema) -> ColumnSchema:

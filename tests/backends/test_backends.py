@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -136,7 +137,8 @@ def test_fill_nulls_is_fillna_then_a_cast(backend, values, dtype, fill, canonica
     expected = host.fillna(fill)
     expected = expected.astype(get_backend("pandas").engine_dtype(canonical))
     result = _host(backend, filled)
-    assert backend.canonical_dtype(filled.dtype) == canonical
+    # As the engine names it: cuDF's columns are all nullable, so "Int64" is int64 there.
+    assert backend.canonical_dtype(filled.dtype) == backend.canonical_dtype(canonical)
     pd.testing.assert_series_equal(result, expected, check_dtype=False)
     assert host.isna().sum() == sum(v is None or (isinstance(v, float) and np.isnan(v)) for v in values)  # input untouched
 
@@ -394,3 +396,19 @@ def test_conform_column_names_a_non_number_in_a_numeric_column(backend, values, 
     series = backend.from_host(pd.Series(values, dtype=dtype, name="age"))
     with pytest.raises(ValueError, match=rf"column 'age' holds {bad!r} \(row {row}\), which is not a number.*int64.*pd.to_numeric"):
         backend.conform_column(series, "int64")
+
+
+def test_sort_rows_is_stable_and_quiet(backend, to_engine):
+    """Rows of equal keys keep their order on every engine (pandas sorts one key with
+    quicksort unless asked; cuDF sorts stably always and warns when asked by name)."""
+    rng = np.random.default_rng(4)
+    host = pd.DataFrame({"k": rng.integers(0, 3, 200), "j": rng.integers(0, 2, 200), "pos": np.arange(200)})
+    host.loc[rng.random(200) < 0.1, "k"] = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # cuDF's "GPU-accelerated stable is currently not supported"
+        ordered = _host(backend, backend.sort_rows(to_engine(host), ["k"]))
+        mixed = _host(backend, backend.sort_rows(to_engine(host), ["k", "j"], ascending=[True, False]))
+    expected = host.sort_values(["k"], kind="stable", na_position="last")
+    assert ordered["pos"].tolist() == expected["pos"].tolist()
+    expected = host.sort_values(["k", "j"], ascending=[True, False], kind="stable", na_position="last")
+    assert mixed["pos"].tolist() == expected["pos"].tolist()

@@ -41,3 +41,42 @@ def test_without_gpu_libraries_there_is_no_device_memory_and_nothing_to_reset(mo
         monkeypatch.setitem(sys.modules, name, None)
     assert cuda_memory_info() is None and cuda_memory_info(3) is None
     assert reset_gpu_memory(managed_memory=True) is None
+
+
+# The reason the GPU engine gives when its libraries are installed but fail: the error itself,
+# and a remedy for what failed, never numpy blamed for everything. Each case is a fake package
+# on the path of a fresh interpreter.
+_FAILURES = {
+    "numpy": ({"cudf": 'raise AttributeError("module \'numpy\' has no attribute \'row_stack\'")'},
+              "cannot be imported: AttributeError: module 'numpy' has no attribute 'row_stack'", "numpy<2.5"),
+    "shared library": ({"cudf": 'raise OSError("libcudf.so: cannot open shared object file: No such file or directory")'},
+                       "cannot be imported: OSError: libcudf.so", "shared library did not load"),
+    "driver": ({"cudf": 'raise RuntimeError("CUDA driver version is insufficient for CUDA runtime version")'},
+               "cannot be imported: RuntimeError: CUDA driver version", "CUDA driver is missing or older"),
+    "cupy": ({"cudf": "import cupy", "cupy": 'raise ImportError("cupy_backends.cuda.api.runtime: version mismatch")'},
+             "cannot be imported: ImportError: cupy_backends", "CuPy does not match"),
+    "first compile": ({"cudf": "", "numba": "", "numba/cuda": "", "numba/cuda/np": "",
+                       "numba/cuda/np/arrayobj": 'raise AttributeError("module \'numpy\' has no attribute \'row_stack\'")'},
+                      "cuDF imports, but numba-cuda cannot compile GPU functions", "numpy<2.5"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FAILURES))
+def test_a_gpu_library_that_fails_is_reported_with_what_failed(tmp_path, case):
+    import os
+    import subprocess
+
+    modules, error, remedy = _FAILURES[case]
+    site = tmp_path / "site"
+    for name, source in modules.items():
+        package = site / name
+        package.mkdir(parents=True, exist_ok=True)
+        (package / "__init__.py").write_text(source + "\n")
+    script = "from tabflow.backends import gpu_unavailable_reason; print(gpu_unavailable_reason())"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    reason = done.stdout.strip()
+    assert error in reason and remedy in reason and "cpu=True" in reason, reason
+    if case != "numpy" and case != "first compile":
+        assert "numpy<2.5" not in reason, reason  # numpy is not blamed for what it did not do

@@ -87,3 +87,98 @@ def test_engine_array_methods_return_device_arrays_and_take_them_back():
     rebuilt = BACKEND.list_from_values_offsets(DeviceArray(np.array([5, 6])), BACKEND.list_offsets(pd.Series([[1], [2]], dtype=frame["l"].dtype)))
     assert [list(v) for v in rebuilt] == [[5], [6]]
     assert BACKEND.take_rows(pd.DataFrame({"a": [1, 2, 3]}), DeviceArray(np.array([2, 0])))["a"].tolist() == [3, 1]
+
+
+# ------------------------------------------------------------------- cuDF's frame rules
+def _as_tabflow_code(source: str, module: str = "tabflow.ops._strict_probe", **names):
+    """Run ``source`` as code of a tabflow module (the rules look at their caller's module)
+    and return its ``result``."""
+    scope = {"__name__": module, "pd": pd, "np": np, "BACKEND": BACKEND, **names}
+    exec(compile(source, f"<{module}>", "exec"), scope)
+    return scope["result"]
+
+
+def test_ops_see_no_masked_dtypes_as_on_cudf():
+    masked = pd.Series([1, None], dtype="Int64").dtype
+    assert _as_tabflow_code("result = BACKEND.canonical_dtype(dtype)", dtype=masked) == "int64"
+    assert _as_tabflow_code("result = BACKEND.canonical_dtype(dtype)", dtype=pd.BooleanDtype()) == "bool"
+    # The layers that plan dtypes (readers, the schema pass) keep the nullable-integer rule.
+    assert _as_tabflow_code("result = BACKEND.canonical_dtype(dtype)", "tabflow.io.dataset", dtype=masked) == "Int64"
+    assert BACKEND.canonical_dtype(masked) == "Int64" and BACKEND.column_dtype(pd.Series([1, None], dtype="Int64")) == "Int64"
+
+
+@pytest.mark.parametrize(
+    "values, dtype, fill",
+    [([1, None], "Int64", 0.5), ([True, None], "boolean", 2), ([True, None], "boolean", 1), ([1, None], "Int8", 300),
+     ([1, None], "UInt32", -1), ([1.5, None], "float32", True)],
+)
+def test_fills_a_column_cannot_hold_are_refused_as_on_cudf(values, dtype, fill):
+    series = pd.Series(values, dtype=dtype)
+    with pytest.raises(TypeError, match="Cannot safely cast non-equivalent"):
+        BACKEND.fill_nulls(series, fill, "float64")
+    # cuDF checks only a column that has nulls to fill; the pandas engine fills either way.
+    assert BACKEND.fill_nulls(series.dropna(), fill, "float64").tolist() == series.dropna().astype("float64").tolist()
+
+
+@pytest.mark.parametrize(
+    "values, dtype, fill, canonical, expected",
+    [([1, None], "Int64", 2.0, "int64", [1, 2]), ([True, None], "boolean", False, "bool", [True, False]),
+     ([1.5, None], "float32", 7, "float32", [1.5, 7.0]), ([1, None], "Int8", 127, "int8", [1, 127]),
+     (["a", None], "string", "z", "string", ["a", "z"])],
+)
+def test_fills_a_column_holds_exactly_are_made(values, dtype, fill, canonical, expected):
+    assert BACKEND.fill_nulls(pd.Series(values, dtype=dtype), fill, canonical).tolist() == expected
+
+
+def test_frames_of_repeated_labels_take_only_series_on_their_own_index():
+    frame = pd.DataFrame({"a": [1, 2, 3], "b": [4.0, 5.0, 6.0]}, index=[0, 0, 1])
+    built = BACKEND.frame_from_dict({"a": frame["a"] * 2, "b": BACKEND.to_float(frame["b"], "float64")}, index=frame.index)
+    assert built["a"].tolist() == [2, 4, 6] and built.index.tolist() == [0, 0, 1]
+    same_labels = frame["a"].set_axis(pd.Index([0, 0, 1]))  # equal labels, another index: cuDF reindexes
+    with pytest.raises(ValueError, match="duplicate labels.*\\['a'\\]"):
+        BACKEND.frame_from_dict({"a": same_labels, "b": frame["b"]}, index=frame.index)
+    # Unique labels are aligned as pandas and cuDF align them.
+    unique = pd.DataFrame({"a": [1, 2]}, index=[5, 6])
+    assert BACKEND.frame_from_dict({"a": unique["a"].iloc[::-1]}, index=unique.index)["a"].tolist() == [1, 2]
+
+
+def test_group_and_merge_rows_come_in_no_particular_order_to_tabflow_code():
+    frame = pd.DataFrame({"k": [2, 1, 2, 3], "x": [1.0, 2.0, 3.0, 4.0]})
+    right = pd.DataFrame({"k": [3, 2, 1], "y": ["c", "b", "a"]})
+    already_on = backend_for(frame) is BACKEND  # the suite run with --strict-engine
+    with strict_engine():
+        code = "result = (frame.groupby('k', sort=False)['x'].sum().index.tolist(), frame.merge(right, on='k')['y'].tolist())"
+        groups, merged = _as_tabflow_code(code, frame=frame, right=right)
+        assert groups == [3, 1, 2] and merged == ["c", "b", "a", "b"]  # reversed: not first appearance, not left order
+        sorted_groups = _as_tabflow_code("result = frame.groupby('k', sort=True)['x'].sum().index.tolist()", frame=frame)
+        assert sorted_groups == [1, 2, 3]
+        # Other callers (tests, the backends, pandas itself) get pandas' order.
+        assert frame.groupby("k", sort=False)["x"].sum().index.tolist() == [2, 1, 3]
+        assert _as_tabflow_code(code, "tabflow.backends.pandas_backend", frame=frame, right=right)[0] == [2, 1, 3]
+    # The rules end with the outermost block.
+    assert _as_tabflow_code(code, frame=frame, right=right)[0] == ([3, 1, 2] if already_on else [2, 1, 3])
+
+
+def test_list_casts_are_refused_outside_the_backends():
+    import pyarrow as pa
+
+    lists = pd.Series([[1, 2], None], dtype=pd.ArrowDtype(pa.list_(pa.int32())))
+    wider = pd.ArrowDtype(pa.list_(pa.int64()))
+    with strict_engine():
+        with pytest.raises(NotImplementedError, match="Casting list<item: int32>.*backend.astype"):
+            _as_tabflow_code("result = lists.astype(wider)", lists=lists, wider=wider)
+        assert _as_tabflow_code("result = lists.astype(lists.dtype)", lists=lists).dtype == lists.dtype
+        assert BACKEND.astype(lists, "list<int64>").dtype == wider  # the backend casts lists on either engine
+
+
+def test_xp_has_only_what_cupy_has():
+    from tabflow.backends.strict_backend import CUPY_NAMES
+
+    xp = BACKEND.xp
+    for name in ("insert", "nanpercentile", "geomspace", "busday_count"):
+        assert name not in CUPY_NAMES
+        with pytest.raises(AttributeError, match=f"{name}\\(\\) is not in CuPy's namespace"):
+            getattr(xp, name)
+    assert int(xp.searchsorted(DeviceArray(np.array([1, 3])), 2)) == 1 and xp.int64 is np.int64
+    assert isinstance(xp.random.default_rng, object)  # submodules are NumPy's whole
+    assert len(CUPY_NAMES) > 400 and {"where", "cumsum", "isnan", "unique", "bincount"} <= CUPY_NAMES

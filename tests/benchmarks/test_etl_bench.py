@@ -63,3 +63,25 @@ def test_two_sizes_report_memory_growth(etl, tmp_path, capsys):
 def test_rows_must_be_counts(etl):
     with pytest.raises(SystemExit):
         etl.parse_args(["--rows", "5M"])
+
+
+@pytest.mark.parametrize("workflow", ["categorify", "features"])
+def test_engine_check_compares_the_outputs_row_for_row(etl, tmp_path, capsys, workflow):
+    # What --gpu --check runs after the GPU phase: the CPU engine's output as the reference.
+    # Here both runs are on the CPU; a changed value is named by column and row.
+    import pandas as pd
+
+    options = etl.parse_args(["--rows", "20000", "--workdir", str(tmp_path), "--part-size", "1MB", "--workflow", workflow,
+                              "--check", "--device", "cpu"])
+    options.data_dir = etl.ensure_data(options)
+    etl.run_tabflow(options)
+    etl.run_tabflow_cpu(options)
+    assert etl.check_engines(options) == 20_000
+    assert "check: tabflow on the GPU wrote the same 20,000 rows as tabflow on the CPU" in capsys.readouterr().out
+    path = tmp_path / f"out-tabflow-{workflow}" / "part_0.parquet"
+    frame = pd.read_parquet(path)
+    column = frame.columns[0]
+    frame.loc[3, column] = frame.loc[4, column] if frame.loc[3, column] != frame.loc[4, column] else frame.loc[3, column] + 1
+    frame.to_parquet(path, index=False)
+    with pytest.raises(AssertionError, match=f"column {column}"):
+        etl.check_engines(options)

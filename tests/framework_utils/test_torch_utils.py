@@ -284,8 +284,7 @@ def test_process_epoch_errors(dataset, etl):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_process_epoch_with_amp_on_the_gpu(dataset, etl):
+def test_process_epoch_with_amp_on_the_gpu(dataset, etl, cuda_device):
     model = _model(etl[1], multi_hot=True).to("cuda")
     with _loader(dataset, device="cuda") as loader:
         losses = _train(loader, model)

@@ -2,7 +2,10 @@
 
 Each test compares what arrives on the GPU with the same loader on the CPU (the reference
 path, itself checked against pandas in the other loader tests): same rows, same order, same
-values, every row exactly once.
+values, every row exactly once. Each test asks for what it needs, and says it when skipped:
+PyTorch on a CUDA device (``needs_cuda``), the cuDF engine (``needs_cudf``), or both, as
+every test of the cuDF engine here does: its columns reach torch by DLPack from CuPy, which a
+CPU build of torch cannot take, whatever the device the batches go to.
 """
 
 from __future__ import annotations
@@ -16,10 +19,9 @@ from loader_data import CATS, CONTS, LABEL, NUM_ROWS, write_dataset
 import tabflow as nvt
 from tabflow.loader.torch import DLDataLoader, Loader, TorchAsyncItr
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
-]
+pytestmark = [pytest.mark.gpu]
+needs_cuda = pytest.mark.usefixtures("cuda_device")
+needs_cudf = pytest.mark.usefixtures("cudf_engine")
 
 
 def _itr(dataset, device, **kwargs):
@@ -42,6 +44,7 @@ def _assert_same_batches(on_gpu, on_cpu):
             torch.testing.assert_close(g.cpu(), c, equal_nan=True, rtol=0, atol=0)
 
 
+@needs_cuda
 @pytest.mark.parametrize("parts_per_chunk", [1, 3])
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_host_engine_batches_arrive_on_the_gpu(dataset, shuffle, parts_per_chunk):
@@ -50,6 +53,7 @@ def test_host_engine_batches_arrive_on_the_gpu(dataset, shuffle, parts_per_chunk
     _assert_same_batches(_tuples(dataset, "cuda", **kwargs), _tuples(dataset, "cpu", **kwargs))
 
 
+@needs_cuda
 @pytest.mark.parametrize("global_size", [1, 3])
 def test_every_row_exactly_once_per_epoch(dataset, frame, global_size):
     seen = []
@@ -65,6 +69,7 @@ def test_every_row_exactly_once_per_epoch(dataset, frame, global_size):
     assert set(rows) <= set(frame["row_id"])
 
 
+@needs_cuda
 def test_values_match_pandas(dataset, frame):
     with _itr(dataset, "cuda", batch_size=64, shuffle=True) as itr:
         batches = list(itr)
@@ -77,6 +82,7 @@ def test_values_match_pandas(dataset, frame):
     np.testing.assert_array_equal(y, expected[LABEL].to_numpy(dtype="float32"))
 
 
+@needs_cuda
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_kept_batches_are_not_overwritten(dataset, shuffle):
     # Chunks come from recycled pinned buffers and the CUDA caching allocator: batches the
@@ -95,6 +101,7 @@ def test_kept_batches_are_not_overwritten(dataset, shuffle):
     assert sorted(i for ids, _, _ in copies for i in ids.tolist()) == list(range(NUM_ROWS))
 
 
+@needs_cuda
 def test_resume_mid_epoch_on_the_gpu(dataset):
     with _itr(dataset, "cuda", batch_size=20) as itr:
         whole = [x_cat.cpu() for x_cat, _, _ in itr]
@@ -108,6 +115,7 @@ def test_resume_mid_epoch_on_the_gpu(dataset):
     assert all(torch.equal(a, b) for a, b in zip(head + tail, whole)) and len(head + tail) == len(whole)
 
 
+@needs_cuda
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_every_copy_to_the_gpu_reads_pinned_memory(dataset, monkeypatch, shuffle):
     # A copy from pageable memory is synchronous (and first allocates pinned memory): every
@@ -126,6 +134,7 @@ def test_every_copy_to_the_gpu_reads_pinned_memory(dataset, monkeypatch, shuffle
     assert sources and all(sources)
 
 
+@needs_cuda
 def test_gpu_memory_stays_bounded_over_epochs(tmp_path):
     # 40 partitions of 5,000 rows: device memory in use during an epoch is a few chunks,
     # not the dataset, and it does not grow from epoch to epoch.
@@ -151,6 +160,7 @@ def test_gpu_memory_stays_bounded_over_epochs(tmp_path):
     assert peaks[-1] <= peaks[0] * 1.5 + chunk_bytes
 
 
+@needs_cuda
 def test_errors_in_the_loader_thread_reach_the_consumer(tmp_path):
     frame = pd.DataFrame({"row_id": np.arange(40), "c1": pd.array([1] * 39 + [None], dtype="Int64"), "c2": 1,
                           "x1": 0.5, "x2": 0.5, "label": 1})
@@ -161,6 +171,7 @@ def test_errors_in_the_loader_thread_reach_the_consumer(tmp_path):
             list(itr)
 
 
+@needs_cuda
 def test_device_index_and_dataloader(dataset):
     itr = TorchAsyncItr(dataset, batch_size=64, cats=CATS, conts=CONTS, labels=[LABEL], device=0)
     with DLDataLoader(itr, collate_fn=lambda b: (b[0], b[1], b[2].long()), batch_size=None) as dl:
@@ -168,6 +179,7 @@ def test_device_index_and_dataloader(dataset):
         assert all(b[0].is_cuda and b[2].dtype == torch.int64 for b in dl)
 
 
+@needs_cuda
 @pytest.mark.parametrize("sparse_as_dense", [False, True])
 def test_loader_lists_on_the_gpu(dataset, sparse_as_dense):
     options = dict(batch_size=50, sparse_names=["tags"], sparse_max={"tags": 4}, sparse_as_dense=sparse_as_dense, shuffle=True)
@@ -182,10 +194,11 @@ def test_loader_lists_on_the_gpu(dataset, sparse_as_dense):
 
 
 def _cudf_dataset(data_dir):
-    pytest.importorskip("cudf")
     return nvt.Dataset(data_dir, engine="parquet", part_size=1, cpu=False)
 
 
+@needs_cuda
+@needs_cudf
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_cudf_engine_uses_dlpack(data_dir, shuffle):
     gpu_ds = _cudf_dataset(data_dir)
@@ -193,6 +206,8 @@ def test_cudf_engine_uses_dlpack(data_dir, shuffle):
     _assert_same_batches(_tuples(gpu_ds, None, shuffle=shuffle), _tuples(cpu_ds, "cpu", shuffle=shuffle))
 
 
+@needs_cuda
+@needs_cudf
 def test_cudf_engine_to_a_cpu_device(data_dir):
     gpu_ds = _cudf_dataset(data_dir)
     cpu_ds = nvt.Dataset(data_dir, engine="parquet", part_size=1, cpu=True)
@@ -202,6 +217,8 @@ def test_cudf_engine_to_a_cpu_device(data_dir):
             torch.testing.assert_close(g, c, equal_nan=True, rtol=0, atol=0)
 
 
+@needs_cuda
+@needs_cudf
 def test_cudf_engine_lists(data_dir):
     gpu_ds = _cudf_dataset(data_dir)
     cpu_ds = nvt.Dataset(data_dir, engine="parquet", part_size=1, cpu=True)

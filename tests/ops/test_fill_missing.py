@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -50,6 +51,28 @@ def test_fractional_fill_on_integers_gives_float(frame):
     out = wf.fit_transform(frame)
     assert wf.output_schema["m"].dtype == "float64" and out["m"].dtype == np.float64
     np.testing.assert_array_equal(out["m"], frame["m"].to_numpy("float64", na_value=-0.5))
+
+
+def test_output_dtypes_follow_the_plan_on_every_partition(frame, engine, to_engine):
+    """The fill's dtype comes from the planned dtype, not the partition's: on cuDF an Int64
+    column is int64 (no masked dtypes), so planning from the data made partitions without
+    nulls int64 under a float64 schema and refused the fill (0.5 into int64) in the others;
+    a nullable boolean filled with 2 gave True, not 2.0. The strict engine answers ops as
+    cuDF does, so this fails there, and on cuDF, without the plan."""
+    frame = frame.iloc[:40].copy()
+    frame["m"] = pd.array([None if i in (3, 33) else i for i in range(40)], dtype="Int64")  # nulls in 2 of 4 partitions
+    frame["b"] = pd.array([None if i == 31 else i % 2 == 0 for i in range(40)], dtype="boolean")
+    dataset = nvt.Dataset(to_engine(frame[["m", "b"]]), npartitions=4)
+    assert dataset.schema["m"].dtype == "Int64" and dataset.schema["b"].dtype == "boolean"
+    wf = nvt.Workflow((["m"] >> ops.FillMissing(fill_val=0.5)) + (["b"] >> ops.FillMissing(fill_val=2)))
+    result = wf.fit_transform(dataset)
+    assert wf.output_schema.dtypes == {"m": "float64", "b": "float64"}
+    partitions = [to_host(part) for part in dask.compute(*result.to_ddf().to_delayed())]
+    assert [{c: str(p[c].dtype) for c in p.columns} for p in partitions] == [{"m": "float64", "b": "float64"}] * 4
+    out = to_host(result.compute())
+    np.testing.assert_array_equal(out["m"], frame["m"].to_numpy("float64", na_value=0.5))
+    np.testing.assert_array_equal(out["b"], frame["b"].astype("Float64").fillna(2.0).to_numpy("float64"))
+    assert out["b"].tolist()[31] == 2.0
 
 
 def test_binary_columns(frame):

@@ -6,13 +6,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from _op_helpers import dataset_with_empty_partitions, to_host
+from _op_helpers import dataset_with_empty_partitions, to_host, xxh64
 
 import tabflow as nvt
 from tabflow import ops
 from tabflow.schema import Tags
-
-xxhash = pytest.importorskip("xxhash")
 
 NULL = 2**64 - 1
 
@@ -21,8 +19,8 @@ def ref_bucket(value, n):
     if value is None or value is pd.NA:
         return NULL % n
     if isinstance(value, str):
-        return xxhash.xxh64_intdigest(value.encode("utf-8"), 0) % n
-    return xxhash.xxh64_intdigest(int(value).to_bytes(8, "little", signed=True), 0) % n
+        return xxh64(value.encode("utf-8")) % n
+    return xxh64(int(value).to_bytes(8, "little", signed=True)) % n
 
 
 def list_series(rows, value_type):
@@ -116,7 +114,7 @@ def ref_float_bucket(value, n):
         return NULL % n
     if np.isfinite(value) and value == np.floor(value) and abs(value) < 2.0**63:
         return ref_bucket(int(value), n)
-    return xxhash.xxh64_intdigest(struct.pack("<d", value), 0) % n
+    return xxh64(struct.pack("<d", value)) % n
 
 
 @pytest.mark.parametrize(

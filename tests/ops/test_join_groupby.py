@@ -9,7 +9,12 @@ import pytest
 
 import tabflow as nvt
 from tabflow import ops
+from tabflow.backends import backend_for
 from tabflow.testing import assert_frame_equal
+
+
+def to_host(frame):
+    return backend_for(frame).to_host(frame)
 
 STATS = ["count", "sum", "mean", "std", "var", "min", "max"]
 #: NVTabular 23.08's output dtypes; sum/min/max keep the continuous column's dtype.
@@ -54,6 +59,27 @@ def test_matches_pandas_groupby(data, engine, to_engine):
     assert wf.output_schema["user_count"].dtype == "int32"
     assert wf.output_schema["user_item_price_std"].dtype == "float32"
     assert wf.output_schema["user_item_price_sum"].dtype == "float64"
+
+
+def test_after_shuffle_by_keys(data, engine, tmp_path):
+    """Partitions regrouped by key keep their rows' labels: read from files, whose partitions
+    each count from 0, their index repeats labels. A frame built from series is aligned on
+    its index: cuDF reindexes every series not holding the frame's own index, and refuses
+    repeated labels (the strict engine too), so the joined statistics must come back on the
+    partition's index itself."""
+    data = data.assign(rid=np.arange(len(data)))
+    for k in range(4):
+        data.iloc[k * 150:(k + 1) * 150].to_parquet(tmp_path / f"part_{k}.parquet", index=False)
+    shuffled = nvt.Dataset(str(tmp_path), cpu=engine == "pandas").shuffle_by_keys("item")
+    assert not all(part.index.is_unique for part in shuffled.to_iter())
+    op = ops.JoinGroupby(cont_cols=["price"], stats=["count", "mean", "max"])
+    wf = nvt.Workflow((["user", "item"] >> op) + ["rid"])
+    out = to_host(wf.fit_transform(shuffled).compute()).sort_values("rid").reset_index(drop=True)
+    expected = pd.concat(
+        [_reference(data, ["user"], ["price"], ["count", "mean", "max"]), _reference(data, ["item"], ["price"], ["count", "mean", "max"])],
+        axis=1,
+    )
+    assert_frame_equal(out.drop(columns=["rid"]), expected, check_exact=False, rtol=1e-6)
 
 
 def test_sum_min_max_keep_an_integer_columns_dtype_nullable_for_unseen_keys():

@@ -52,6 +52,21 @@ def test_full_statistics_on_other_data(train, engine, to_engine):
     assert wf.output_schema["TE_cat_click"].dtype == "float32"
 
 
+def test_after_shuffle_by_keys(train, engine, tmp_path):
+    """Partitions of files regrouped by key repeat index labels; the encodings joined back
+    must land on the partition's own index (cuDF refuses to reindex repeated labels)."""
+    train = train.assign(rid=np.arange(len(train)))
+    for k in range(4):
+        train.iloc[k * 200:(k + 1) * 200].to_parquet(tmp_path / f"part_{k}.parquet", index=False)
+    shuffled = nvt.Dataset(str(tmp_path), cpu=engine == "pandas").shuffle_by_keys("shop")
+    wf = nvt.Workflow((["cat", "shop"] >> ops.TargetEncoding("click", kfold=1, p_smooth=10)) + ["rid"])
+    wf.fit(shuffled)
+    out = wf.transform(shuffled).compute()
+    out = backend_for(out).to_host(out).sort_values("rid").reset_index(drop=True)
+    for keys, name in ((["cat"], "TE_cat_click"), (["shop"], "TE_shop_click")):
+        np.testing.assert_allclose(out[name].to_numpy(), _full_reference(train, train, keys, "click", 10), rtol=1e-6)
+
+
 @pytest.mark.parametrize("npartitions", [1, 4])
 def test_training_rows_get_out_of_fold_statistics(train, npartitions):
     op = ops.TargetEncoding("click", kfold=4, p_smooth=5, drop_folds=False)

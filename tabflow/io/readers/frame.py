@@ -20,7 +20,7 @@ import pyarrow as pa
 from tabflow.backends import backend_for, collection_engine, get_backend
 from tabflow.io.readers._shared import require_unique_names
 from tabflow.io.readers._source import ReadOptions, Source
-from tabflow.schema.dtypes import nullable_dtype
+from tabflow.schema.dtypes import canonical_dtype, is_masked
 
 __all__ = ["read_frame"]
 
@@ -74,18 +74,7 @@ def _planned_dtypes(backend: Any, frame: Any) -> dict[str, str]:
     """The nullable-integer rule of :mod:`tabflow.schema.dtypes` applied to the data: an
     integer or boolean column holding a null is named masked (``"Int64"``), as pandas names
     it, also on cuDF, whose integer dtypes hold nulls without saying so."""
-    planned = {}
-    for name in frame.columns:
-        canonical = backend.canonical_dtype(frame[name].dtype)
-        masked = nullable_dtype(canonical)
-        # Only an engine that holds both names as one dtype (cuDF) needs the data asked: on
-        # pandas a plain integer column cannot hold a null.
-        if masked != canonical and backend.engine_dtype(masked) == backend.engine_dtype(canonical) and bool(
-            backend.null_mask(frame[name]).any()
-        ):
-            canonical = masked
-        planned[str(name)] = canonical
-    return planned
+    return {str(name): backend.column_dtype(frame[name]) for name in frame.columns}
 
 
 def _with_dtypes(source: Source, options: ReadOptions) -> Source:
@@ -121,15 +110,47 @@ def _set_dtypes(frame: Any, casts: dict, hex_columns: list) -> Any:
 
 def _dask_source(ddf: Any, cpu: bool | None) -> Source:
     engine = collection_engine(ddf)
+    masked: dict[str, str] = {}
     if cpu is True and engine != "pandas":
         ddf, engine = ddf.to_backend("pandas"), "pandas"
     elif cpu is False and engine == "pandas":
         get_backend("cudf")  # a clear ImportError when cuDF is missing
+        masked = _masked_dtypes(ddf.dtypes)
         ddf, engine = ddf.to_backend("cudf"), "cudf"
     _require_unique_columns(ddf.columns)
     if engine == "pandas":  # cuDF holds lists in list columns only
-        ddf = _object_lists_as_list_columns(ddf)
-    return Source(ddf, engine)
+        return Source(_object_lists_as_list_columns(ddf), engine)
+    return _engine_dtypes(ddf, masked)
+
+
+def _masked_dtypes(dtypes: Any) -> dict[str, str]:
+    """The columns of masked dtypes (``Int64``, ``boolean``), by their canonical names."""
+    masked = {}
+    for name, dtype in dtypes.items():
+        try:
+            canonical = canonical_dtype(dtype)
+        except (TypeError, ValueError):  # a dtype without a canonical name (cuDF structs): not masked
+            continue
+        if is_masked(canonical):
+            masked[str(name)] = canonical
+    return masked
+
+
+def _engine_dtypes(ddf: Any, masked: dict[str, str]) -> Source:
+    """A cuDF collection with its columns in cuDF's own dtypes: ``to_backend("cudf")`` and
+    frames a user built with ``cudf.from_pandas`` keep pandas' extension dtypes (Arrow lists,
+    ``Int64``), which the engine does not take (see ``Backend.with_list_columns``). A column
+    that was masked (``Int64``, in ``masked`` or in the collection's dtypes) stays planned so:
+    the cuDF ``int64`` it becomes does not say that it holds nulls."""
+    from dask.dataframe.utils import make_meta
+
+    backend = get_backend("cudf")
+    meta = make_meta(ddf)
+    planned = {**masked, **_masked_dtypes(meta.dtypes)}
+    native = backend.with_list_columns(meta)
+    if native is not meta:
+        ddf = ddf.map_partitions(backend.with_list_columns, meta=native)
+    return Source(ddf, "cudf", dtypes=planned or None)
 
 
 def _object_lists_as_list_columns(ddf: Any) -> Any:

@@ -183,7 +183,9 @@ def count_values(df: Any, unit: Unit) -> tuple[Any, int]:
         parts = [_flat_values(backend, df[name]) for name in unit.inputs]
         values = parts[0] if len(parts) == 1 else backend.concat_rows(parts)
         nulls = int(values.isna().sum())
-        counts = backend.value_counts(values).reset_index()
+        table = backend.value_counts(values)
+        # The counts may not take the values' name as their column (a column called "count").
+        counts = table.reset_index(name=COUNT if table.index.name != COUNT else f"{COUNT}_")
     counts.columns = [*unit.value_columns, COUNT]
     counts[COUNT] = counts[COUNT].astype("int64")
     return _keyed(backend, counts), nulls

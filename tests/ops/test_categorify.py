@@ -89,6 +89,15 @@ def test_single_columns_match_reference(engine, to_engine, frame, npartitions):
     assert (out["s"] == 1).sum() == frame["s"].isna().sum()
 
 
+@pytest.mark.parametrize("name", ["count", "count_", "0", "index"])
+def test_columns_named_like_the_count_tables_own_columns(engine, to_engine, frame, name):
+    renamed = frame.rename(columns={"s": name, "i": f"{name}_i"})
+    wf, out = _fit_transform(to_engine(renamed), [name, f"{name}_i"] >> ops.Categorify(), 3)
+    for column, source in ((name, "s"), (f"{name}_i", "i")):
+        values = frame[source].astype(object).tolist()
+        assert out[column].tolist() == reference_encode(values, reference_vocab(values)), column
+
+
 def test_fit_on_many_partitions_equals_one_with_empty_partitions(frame):
     frame = frame.assign(keep=np.arange(N) >= N // 4)
     ddf = dd.from_pandas(frame, npartitions=4)

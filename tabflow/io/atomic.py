@@ -77,7 +77,8 @@ from tabflow.io.locks import LOCK_NAME, describe_owner, output_lock, owner_is_go
 
 __all__ = [
     "check_target", "temporary_directory", "publish", "discard", "recover", "owned_files", "files_under",
-    "clash_error", "check_output_names", "output_state", "manifest_bytes", "KIND_MARKERS", "MANIFESTS", "TEMPORARY_MARKER",
+    "clash_error", "check_output_names", "check_journal_fields", "output_state", "manifest_bytes", "KIND_MARKERS",
+    "MANIFESTS", "TEMPORARY_MARKER",
 ]
 
 logger = logging.getLogger(__name__)
@@ -585,17 +586,9 @@ def _validated_journal(directory: Directory, journal: str, kind: str) -> dict:
     tmp, token = document.get("tmp"), document.get("token")
     if not isinstance(tmp, str) or not _INSIDE.match(tmp):
         raise refuse(f"its temporary directory {tmp!r:.100} is not a .tabflow-tmp-<id> directory of the output")
-    if not isinstance(token, str) or not _TOKEN.match(token):
-        raise refuse("its token is missing")
-    for field in ("add", "remove"):
-        names = document.get(field)
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise refuse(f"its {field!r} is not a list of file names")
-        for name in names:
-            try:
-                check_name(name, f"its {field!r} entry", SaveError)
-            except SaveError as err:
-                raise refuse(str(err)) from None
+    reason = check_journal_fields(document, ("add", "remove"))
+    if reason:
+        raise refuse(reason)
     add, remove = document["add"], document["remove"]
     if not add or add[-1] != MANIFESTS[kind] or set(add) & set(remove):
         raise refuse("its files do not end with the output's manifest, or it both adds and removes a file")
@@ -621,6 +614,34 @@ def _validated_journal(directory: Directory, journal: str, kind: str) -> dict:
         if staged and (current is None or name not in current):
             raise refuse(f"it removes {name!r}, which the output's manifest does not list")
     return document
+
+
+def check_journal_fields(document: dict, fields: Sequence[str]) -> str | None:
+    """What is wrong with a journal's token and its lists of file names ``fields`` (each a
+    list of plain relative paths), or None when nothing is.
+
+    Examples
+    --------
+    >>> check_journal_fields({"token": "0" * 32, "add": ["part_0.parquet"]}, ["add"]) is None
+    True
+    >>> check_journal_fields({"token": "0" * 32, "add": "part_0.parquet"}, ["add"])
+    "its 'add' is not a list of file names"
+    >>> check_journal_fields({"token": "0" * 32, "add": ["../x"]}, ["add"])
+    "its 'add' entry '../x' is not a plain relative path: its components may not be '', '.' or '..'"
+    """
+    token = document.get("token")
+    if not isinstance(token, str) or not _TOKEN.match(token):
+        return "its token is missing"
+    for field in fields:
+        names = document.get(field)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return f"its {field!r} is not a list of file names"
+        for name in names:
+            try:
+                check_name(name, f"its {field!r} entry", SaveError)
+            except SaveError as err:
+                return str(err)
+    return None
 
 
 def _roll_forward(directory: Directory, journal: str, document: dict) -> None:

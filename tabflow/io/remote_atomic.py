@@ -59,7 +59,15 @@ from typing import Any, Iterable
 
 from tabflow._paths import check_name
 from tabflow.exceptions import SaveError
-from tabflow.io.atomic import KIND_MARKERS, MANIFESTS, TEMPORARY_MARKER, check_output_names, clash_error, manifest_bytes
+from tabflow.io.atomic import (
+    KIND_MARKERS,
+    MANIFESTS,
+    TEMPORARY_MARKER,
+    check_journal_fields,
+    check_output_names,
+    clash_error,
+    manifest_bytes,
+)
 from tabflow.io.fs import object_version
 from tabflow.io.locks import LOCK_NAME, describe_owner, owner_is_gone, owner_text, remote_output_lock
 
@@ -339,19 +347,11 @@ def _validated_journal(fs: Any, path: str, journal: str, kind: str) -> dict:
         match = _SIBLING.match(value if isinstance(value, str) else "")
         if not match or match.group("name") != base or match.group("what") != what:
             raise refuse(f"its {field!r} is not a {base}.{what}-<id> prefix beside the output")
-    if not isinstance(document.get("token"), str) or not _TOKEN.match(document["token"]):
-        raise refuse("its token is missing")
     if document.get("state") not in ("moving", "committed"):
         raise refuse("its state is neither 'moving' nor 'committed'")
-    for field in ("add", "saved", "remove"):
-        names = document.get(field)
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise refuse(f"its {field!r} is not a list of file names")
-        for name in names:
-            try:
-                check_name(name, f"its {field!r} entry", SaveError)
-            except SaveError as err:
-                raise refuse(str(err)) from None
+    reason = check_journal_fields(document, ("add", "saved", "remove"))
+    if reason:
+        raise refuse(reason)
     parent = path.rpartition("/")[0]
     backup_token = _marker_token(fs, f"{parent}/{document['backup']}")
     if backup_token is not None and backup_token != document["token"]:

@@ -416,21 +416,17 @@ def test_a_remote_dataset_replaced_after_it_was_opened_fails_instead_of_mixing()
 # ------------------------------------------------------------ 5. one writer at a time
 
 
-@pytest.mark.parametrize("beside", [False, True], ids=["whole directory", "beside other files"])
-def test_two_writers_at_once_leave_one_whole_output(tmp_path, beside):
-    out = tmp_path / "out"
-    out.mkdir()
-    if beside:
-        (out / "notebook.ipynb").write_text("{}")
+def _two_writers_at_once(target, rounds):
+    """Two threads writing datasets of 60 rows (6 files) and 30 rows (2 files) to ``target``."""
     frames = {"a": pd.DataFrame({"x": range(60)}), "b": pd.DataFrame({"x": range(500, 530)})}
     shapes = {"a": 6, "b": 2}
     errors = []
 
     def write(which):
         try:
-            for _ in range(4):
-                nvt.Dataset(frames[which], npartitions=shapes[which]).to_parquet(str(out), output_files=shapes[which])
-        except BaseException as err:  # noqa: BLE001
+            for _ in range(rounds):
+                nvt.Dataset(frames[which], npartitions=shapes[which]).to_parquet(target, output_files=shapes[which])
+        except BaseException as err:  # noqa: BLE001 - reported by the caller
             errors.append(err)
 
     threads = [threading.Thread(target=write, args=(w,)) for w in frames]
@@ -439,6 +435,15 @@ def test_two_writers_at_once_leave_one_whole_output(tmp_path, beside):
     for thread in threads:
         thread.join()
     assert not errors, errors
+
+
+@pytest.mark.parametrize("beside", [False, True], ids=["whole directory", "beside other files"])
+def test_two_writers_at_once_leave_one_whole_output(tmp_path, beside):
+    out = tmp_path / "out"
+    out.mkdir()
+    if beside:
+        (out / "notebook.ipynb").write_text("{}")
+    _two_writers_at_once(str(out), rounds=4)
     values = sorted(nvt.Dataset(str(out)).compute()["x"])
     assert values in (list(range(60)), list(range(500, 530)))
     written = atomic.owned_files(str(out), "dataset")
@@ -893,23 +898,7 @@ def test_two_writers_of_one_object_store_prefix_leave_one_whole_output(memory_pr
     fs, root = memory_prefix
     url = f"memory://{root}/out"
     fs.pipe_file(f"{root}/out/notes.txt", b"foreign")
-    frames = {"a": pd.DataFrame({"x": range(60)}), "b": pd.DataFrame({"x": range(500, 530)})}
-    shapes = {"a": 6, "b": 2}
-    errors = []
-
-    def write(which):
-        try:
-            for _ in range(3):
-                nvt.Dataset(frames[which], npartitions=shapes[which]).to_parquet(url, output_files=shapes[which])
-        except BaseException as err:  # noqa: BLE001
-            errors.append(err)
-
-    threads = [threading.Thread(target=write, args=(w,)) for w in frames]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
+    _two_writers_at_once(url, rounds=3)
     assert sorted(nvt.Dataset(url).compute()["x"]) in (list(range(60)), list(range(500, 530)))
     fs.invalidate_cache()
     parquet = sorted(p.rpartition("/")[2] for p in fs.find(f"{root}/out") if p.endswith(".parquet"))

@@ -380,7 +380,11 @@ def read_member_table(name: Any, directory: str, owner: str = "the workflow") ->
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise LoadError(f"{owner}: saved file {location} is not a regular file")
         try:
-            return pq.read_table(handle)
+            # Read on this thread: pq.read_table scans asynchronously, and its scan state, which holds
+            # this Python file, can be released by an arrow thread at interpreter exit, when it can
+            # no longer take the GIL, and the process aborts.
+            with pq.ParquetFile(handle) as table_file:
+                return table_file.read()
         except (OSError, pa.ArrowException) as err:
             raise LoadError(f"{owner}: saved table {location} cannot be read: {err}") from err
 

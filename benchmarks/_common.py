@@ -27,13 +27,17 @@ GENERATED_MARKER = "_GENERATED"
 
 
 def criteo_data(workdir: str, rows: int, files: int, seed: int = 0, progress: bool = False,
-                num_workers: int | None = None, cardinality_scale: float = 1.0, format: str = "parquet") -> str:
+                num_workers: int | None = None, cardinality_scale: float = 1.0, format: str = "parquet",
+                ids: str = "hex", nulls: str = "criteo", multi_hot: tuple[str, ...] = (),
+                row_group_size: int | None = None) -> str:
     """Synthetic Criteo-like parquet (or, ``format="criteo_text"``, raw Criteo text files) under
-    ``workdir``, generated once per (rows, files, seed, cardinality scale, format).
+    ``workdir``, generated once per (rows, files, seed, cardinality scale, format, shape).
 
-    Files are written by ``num_workers`` threads (default: one per CPU); the data do not
-    depend on it. A marker written last tells a complete directory from an interrupted one,
-    which is generated again. Shared by the benchmarks, so that they read the same files.
+    ``ids``, ``nulls``, ``multi_hot`` and ``row_group_size`` are :func:`tabflow.datasets.write_criteo`'s
+    (the shape of the data and its row groups). Files are written by ``num_workers`` threads
+    (default: one per CPU); the data do not depend on it. A marker written last tells a
+    complete directory from an interrupted one, which is generated again. Shared by the
+    benchmarks, so that they read the same files.
     """
     import os
     import shutil
@@ -42,14 +46,21 @@ def criteo_data(workdir: str, rows: int, files: int, seed: int = 0, progress: bo
 
     scale = "" if cardinality_scale == 1.0 else f"-card{cardinality_scale:g}"
     text = "" if format == "parquet" else f"-{format}"
-    directory = os.path.join(workdir, f"criteo-{rows}rows-{files}files-seed{seed}{scale}{text}")
+    shape = "".join([
+        "" if ids == "hex" else f"-{ids}",
+        "" if nulls == "criteo" else f"-{nulls}",
+        f"-multihot{'+'.join(multi_hot)}" if multi_hot else "",
+        f"-rg{row_group_size}" if row_group_size else "",
+    ])
+    directory = os.path.join(workdir, f"criteo-{rows}rows-{files}files-seed{seed}{scale}{text}{shape}")
     marker = os.path.join(directory, GENERATED_MARKER)
     if os.path.exists(marker):
         return directory
     shutil.rmtree(directory, ignore_errors=True)
     print(f"generating {rows:,} rows into {directory} (not timed) ...", flush=True)
     write_criteo(directory, rows, num_files=files, format=format, seed=seed, progress=progress,
-                 cardinality_scale=cardinality_scale, num_workers=num_workers or os.cpu_count() or 1)
+                 cardinality_scale=cardinality_scale, num_workers=num_workers or os.cpu_count() or 1,
+                 ids=ids, nulls=nulls, multi_hot=multi_hot, row_group_size=row_group_size)
     with open(marker, "w", encoding="utf-8") as handle:
         handle.write("complete\n")
     return directory

@@ -2,7 +2,8 @@
 
 ``tabflow demo`` runs the main job end to end, ``tabflow inspect`` describes a dataset's
 columns as JSON and ``tabflow generate`` writes synthetic parquet files that follow such a
-description; ``tabflow COMMAND --help`` describes each.
+description (or, with ``--criteo``, a Criteo-like click log of a chosen shape);
+``tabflow COMMAND --help`` describes each.
 
 Examples
 --------
@@ -89,17 +90,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     generate = commands.add_parser(
         "generate",
-        help="write synthetic parquet files that follow a dataset description",
+        help="write synthetic parquet files that follow a dataset description, or a Criteo-like click log",
+        usage="tabflow generate DESCRIPTION OUTPUT [options]\n       tabflow generate --criteo OUTPUT [options]",
         description=(
             "Generate synthetic data shaped like a description (the JSON `tabflow inspect` writes: column dtypes, "
             "ranges, cardinalities, string sizes, list lengths, null shares) and write it as "
-            "dataset_<i>.parquet files in OUTPUT. Example: tabflow generate dataset_info.json synthetic/ --rows 100000"
+            "dataset_<i>.parquet files in OUTPUT. Example: tabflow generate dataset_info.json synthetic/ --rows 100000. "
+            "With --criteo, write a synthetic Criteo-like click log (tabflow.datasets.write_criteo) as part_<k>.parquet "
+            "files instead, its ids spelled as --ids says, its nulls placed as --nulls says, --multi-hot columns as lists "
+            "of 1 to 20 ids. Example: tabflow generate --criteo urls/ --rows 5000000 --ids text --files 10"
         ),
     )
-    generate.add_argument("description", metavar="DESCRIPTION", help="the JSON description to follow")
-    generate.add_argument("output", metavar="OUTPUT", help="directory for the parquet files (new or empty)")
+    generate.add_argument("description", metavar="DESCRIPTION", nargs="?",
+                          help="the JSON description to follow (with --criteo: none, only OUTPUT)")
+    generate.add_argument("output", metavar="OUTPUT", nargs="?", help="directory for the parquet files (new or empty)")
     generate.add_argument("--rows", type=_positive_int, default=None,
-                          help="rows to generate (default: the description's num_rows)")
+                          help="rows to generate (default: the description's num_rows; with --criteo 1000000)")
     generate.add_argument("--distribution", choices=["uniform", "powerlaw"], default="uniform",
                           help="where values are drawn from (default: %(default)s)")
     generate.add_argument("--alpha", type=float, default=0.1, help="exponent of the power-law distribution (default: %(default)s)")
@@ -112,6 +118,23 @@ def build_parser() -> argparse.ArgumentParser:
     device.add_argument("--cpu", dest="cpu", action="store_const", const=True, default=None,
                         help="pandas engine (default: cuDF when cuDF and a GPU are available)")
     device.add_argument("--gpu", dest="cpu", action="store_const", const=False, help="cuDF engine (an error when unavailable)")
+    from tabflow.datasets import criteo
+
+    click_log = generate.add_argument_group("a Criteo-like click log (--criteo)")
+    click_log.add_argument("--criteo", action="store_true",
+                           help="write a synthetic Criteo-like click log instead of following a description")
+    click_log.add_argument("--ids", choices=criteo.ID_FORMS, default=None,
+                           help="how the categories are spelled: 8 hex digits, URLs and user agents of 30-80 bytes, "
+                                "or int64 ids (default: hex)")
+    click_log.add_argument("--nulls", choices=criteo.NULL_FORMS, default=None,
+                           help="Criteo's null rates, or 60-90%% nulls in every other column (default: criteo)")
+    click_log.add_argument("--multi-hot", default=None, metavar="COLUMNS",
+                           help="comma-separated categorical columns (C1..C26) held as lists of 1 to 20 ids a row")
+    click_log.add_argument("--files", type=_positive_int, default=None, help="parquet files (default: 1)")
+    click_log.add_argument("--row-group-size", type=_positive_int, default=None, metavar="ROWS",
+                           help="rows per parquet row group (default: 524288)")
+    click_log.add_argument("--cardinality-scale", type=float, default=None, metavar="SCALE",
+                           help="multiplies every vocabulary size (default: 1)")
     generate.set_defaults(handler=lambda args: _run_generate(args, generate))
     return parser
 
@@ -123,9 +146,61 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _run_generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+#: The options of ``tabflow generate`` that only a Criteo click log takes, and those that only
+#: a description takes (with their defaults).
+_CRITEO_OPTIONS = ("ids", "nulls", "multi_hot", "files", "row_group_size", "cardinality_scale")
+_DESCRIPTION_OPTIONS = {"distribution": "uniform", "alpha": 0.1, "entries": False, "gpu_frac": 0.8, "cpu": None}
+
+
+def _option_name(dest: str) -> str:
+    return "--file-memory-fraction" if dest == "gpu_frac" else "--" + dest.replace("_", "-")
+
+
+def _is_free_output(path: str) -> bool:
     import os
 
+    return not (os.path.isfile(path) or (os.path.isdir(path) and os.listdir(path)))
+
+
+def _run_generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.criteo:
+        return _run_generate_criteo(args, parser)
+    given = [_option_name(name) for name in _CRITEO_OPTIONS if getattr(args, name) is not None]
+    if given:
+        parser.error(f"{', '.join(given)} describe a Criteo click log: add --criteo (and name only OUTPUT)")
+    if args.description is None or args.output is None:
+        parser.error("name a DESCRIPTION and an OUTPUT directory (or --criteo and an OUTPUT directory)")
+    return _run_generate_description(args, parser)
+
+
+def _run_generate_criteo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import os
+
+    from tabflow.datasets import write_criteo
+
+    given = [_option_name(name) for name, default in _DESCRIPTION_OPTIONS.items() if getattr(args, name) != default]
+    if given:
+        parser.error(f"{', '.join(given)} apply to a DESCRIPTION, not to --criteo")
+    if args.description is None or args.output is not None:
+        parser.error("with --criteo, name only the OUTPUT directory (no DESCRIPTION)")
+    output = args.description
+    if not _is_free_output(output):
+        parser.error(f"{output} exists and is not an empty directory: name a new or empty directory")
+    rows = args.rows if args.rows is not None else 1_000_000
+    multi_hot = [name.strip() for name in args.multi_hot.split(",") if name.strip()] if args.multi_hot else []
+    try:
+        files = write_criteo(
+            output, rows, num_files=args.files or 1, seed=args.seed, cardinality_scale=args.cardinality_scale or 1.0,
+            row_group_size=args.row_group_size, ids=args.ids or "hex", nulls=args.nulls or "criteo", multi_hot=multi_hot,
+            num_workers=os.cpu_count() or 1,
+        )
+    except ValueError as err:
+        parser.error(str(err))
+    print(f"wrote {rows} rows to {len(files)} file(s) in {output}")
+    return 0
+
+
+def _run_generate_description(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tabflow._json import read_json
     from tabflow.exceptions import LoadError
     from tabflow.tools.data_gen import DatasetGen, PowerLawDistro, UniformDistro, _get_cols_from_schema
@@ -147,7 +222,7 @@ def _run_generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if not any(cols.values()):
         parser.error(f"{args.description} describes no columns")
     # Generating into a directory that holds other files would mix two datasets.
-    if os.path.isfile(args.output) or (os.path.isdir(args.output) and os.listdir(args.output)):
+    if not _is_free_output(args.output):
         parser.error(f"{args.output} exists and is not an empty directory: name a new or empty directory")
     distribution = PowerLawDistro(args.alpha) if args.distribution == "powerlaw" else UniformDistro()
     try:

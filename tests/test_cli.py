@@ -249,3 +249,40 @@ def test_a_usage_error_exits_with_status_2(tmp_path):
     )
     assert done.returncode == 2
     assert "tabflow generate: error:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_generate_criteo_writes_a_click_log_of_the_chosen_shape(tmp_path, capsys):
+    from tabflow.datasets import generate_criteo
+
+    out = tmp_path / "urls"
+    argv = ["generate", "--criteo", str(out), "--rows", "3000", "--ids", "text", "--nulls", "sparse",
+            "--multi-hot", "C4, C11", "--files", "2", "--row-group-size", "1000", "--seed", "3", "--cardinality-scale", "0.5"]
+    assert main(argv) == 0
+    assert "wrote 3000 rows to 2 file(s)" in capsys.readouterr().out
+    assert sorted(p.name for p in out.glob("*.parquet")) == ["part_0.parquet", "part_1.parquet"]
+    read = pd.concat([pd.read_parquet(out / f"part_{k}.parquet") for k in range(2)], ignore_index=True)
+    expected = generate_criteo(3000, seed=3, cardinality_scale=0.5, ids="text", nulls="sparse", multi_hot=["C4", "C11"])
+    pd.testing.assert_series_equal(read["C1"], expected["C1"], check_dtype=False)
+    assert [list(v) for v in read["C4"]] == [list(v) for v in expected["C4"]]
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(out / "part_0.parquet").metadata.num_row_groups == 2  # 1500 rows in groups of 1000
+
+
+def test_generate_criteo_usage_errors_name_the_problem(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    description = tmp_path / "d.json"
+    description.write_text(json.dumps({"num_rows": 10, "conts": {"x": {"dtype": "float64", "min_val": 0, "max_val": 1}}}))
+    assert "name only the OUTPUT directory" in _usage_error(capsys, ["generate", "--criteo", str(description), out])
+    assert "--entries apply to a DESCRIPTION, not to --criteo" in _usage_error(capsys, ["generate", "--criteo", out, "--entries"])
+    err = _usage_error(capsys, ["generate", str(description), out, "--ids", "text"])
+    assert "--ids describe a Criteo click log: add --criteo" in err
+    assert "name a DESCRIPTION and an OUTPUT" in _usage_error(capsys, ["generate", str(description)])
+    assert "invalid choice: 'url'" in _usage_error(capsys, ["generate", "--criteo", out, "--ids", "url"])
+    err = _usage_error(capsys, ["generate", "--criteo", out, "--rows", "10", "--multi-hot", "C1,I3"])
+    assert "not categorical columns C1..C26: ['I3']" in err
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "notes.txt").write_text("keep me")
+    assert "not an empty directory" in _usage_error(capsys, ["generate", "--criteo", str(occupied)])
+    assert os.listdir(occupied) == ["notes.txt"]

@@ -36,7 +36,10 @@ import numpy as np
 
 from tabflow.backends._hashing import _xxh64
 
-__all__ = ["StringTable", "byte_order", "is_sorted_unique", "merge_sorted_counts", "sorted_counts"]
+__all__ = [
+    "SortedKeys", "StringTable", "byte_order", "count_keys", "integer_keys", "integer_values", "is_sorted_unique",
+    "merge_key_counts", "merge_sorted_counts", "sorted_counts",
+]
 
 _SEED = np.uint64(0)
 # A slot's place is chosen among the slots by 32 bits of the hash (see _home), so a table has
@@ -488,6 +491,82 @@ def _buffers(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> tuple[
     )
 
 
+class SortedKeys:
+    """Rows of a set of distinct uint64 keys, held sorted: what a vocabulary of values that
+    are their own keys (short strings, integer ids) looks values up in.
+
+    A lookup sorts its own keys and walks them in step with the set's (galloping over gaps):
+    a hash table's probes land anywhere in a table of tens of megabytes, each a cache (and
+    TLB) miss, where the walk reads the sorted keys front to back. The keys are held whole
+    with a row each (12 bytes a key), or split in halves where their upper halves repeat (ids
+    of hex or decimal digits, integer ids below 2**32): each key's lower half, and once per
+    upper half that half and where its keys start (about 8 bytes a key).
+
+    Parameters
+    ----------
+    keys : numpy.ndarray
+        uint64 keys, strictly ascending.
+    rows : numpy.ndarray
+        The row of each key (int32 or int64).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import SortedKeys
+    >>> table = SortedKeys(np.array([3, 9, 40], np.uint64), np.array([2, 0, 1], np.int32))
+    >>> table.positions(np.array([9, 4, 40, 3], np.uint64), np.array([True, True, True, False])).tolist()
+    [0, -1, 1, -1]
+    """
+
+    def __init__(self, keys: np.ndarray, rows: np.ndarray) -> None:
+        self._rows = rows
+        groups = _upper_groups(keys)
+        self._keys: np.ndarray | None = keys
+        self._split: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        if 3 * groups <= len(keys):  # the groups' 12 bytes each take at most 4 a key
+            self._keys, self._split = None, _split_keys(keys, groups)
+
+    @classmethod
+    def of_rows(cls, keys: np.ndarray, present: np.ndarray) -> "SortedKeys":
+        """The set of the present keys of rows ``0 .. n - 1`` (any order; a repeated key
+        answers its first row)."""
+        rows = np.flatnonzero(present).astype(np.int32 if len(present) < 2**31 else np.int64)
+        order, ordered = _key_order(keys[rows])
+        ordered, rows = _first_of_equal_keys(ordered, rows[order])
+        return cls(ordered, rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def sorted_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """The keys in ascending order and the row of each."""
+        if self._keys is not None:
+            return self._keys, self._rows
+        assert self._split is not None  # one or the other is held
+        lower, upper, starts = self._split
+        return (np.repeat(upper, np.diff(starts)).astype(np.uint64) << np.uint64(32)) | lower, self._rows
+
+    def keys_by_row(self, size: int) -> np.ndarray:
+        """The keys in row order (rows ``0 .. size - 1``, every one held)."""
+        keys = np.empty(size, dtype=np.uint64)
+        keys[self._rows] = self.sorted_keys()[0]
+        return keys
+
+    def positions(self, keys: np.ndarray, present: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """int64 row of each present key, ``-1`` where absent or not present; written into
+        ``out`` (int64, one value per key) when given."""
+        order, ordered = _key_order(keys)
+        if out is None:
+            out = np.empty(len(order), dtype=np.int64)
+        out.fill(-1)
+        if self._split is not None:
+            lower, upper, starts = self._split
+            _walk_split(order, ordered, present, lower, upper, starts, self._rows, out)
+        else:
+            _walk_sorted(order, ordered, present, self._keys, self._rows, out)
+        return out
+
+
 class StringTable:
     """Positions of strings among a fixed set of strings (a vocabulary), built once.
 
@@ -495,9 +574,9 @@ class StringTable:
     another buffer set, the row of the equal string in the set or ``-1`` (also for nulls). A
     string repeated in the set answers its first row, as :meth:`pandas.Index.get_indexer`
     would refuse to; vocabularies are unique, so both agree where both answer. A set of only
-    short strings (at most eight bytes, no NUL byte) is held as sorted integer keys (12 bytes
-    a string; about 8 where many share their first four bytes, as ids of hex or decimal digits
-    do), any other set as a hash table (11.4 bytes a string).
+    short strings (at most eight bytes, no NUL byte) is held as sorted integer keys
+    (:class:`SortedKeys`: 12 bytes a string; about 8 where many share their first four bytes,
+    as ids of hex or decimal digits do), any other set as a hash table (11.4 bytes a string).
 
     Parameters
     ----------
@@ -519,13 +598,11 @@ class StringTable:
             raise ValueError(f"a string table holds fewer than {_MAX_ENTRIES} strings, not {len(valid)}")
         self._size = len(valid)
         keys, short = _short_keys(data, offsets, valid)
+        self._sorted: SortedKeys | None = None
+        self._slots: np.ndarray | None = None
         if short.sum() == valid.sum():
             # Only short strings: sorted keys (12 bytes a string or less, the hash table's 11.4).
-            rows = np.flatnonzero(short).astype(np.int32 if len(valid) < 2**31 else np.int64)
-            order, keys = _key_order(keys[rows])
-            keys, rows = _first_of_equal_keys(keys, rows[order])
-            del order
-            self._hold_keys(keys, rows)
+            self._sorted = SortedKeys.of_rows(keys, short)
         else:
             self._data, self._offsets = data, offsets
             self._slots = _build(data, offsets, valid)
@@ -545,24 +622,11 @@ class StringTable:
         >>> table.strings()[0].tobytes(), table.positions(np.frombuffer(b"cz", np.uint8), np.array([0, 1, 2]), np.ones(2, bool)).tolist()
         (b'bca', [1, -1])
         """
-        keys, rows = np.ascontiguousarray(keys, dtype=np.uint64), np.asarray(rows)
-        in_range = not len(rows) or (int(rows.min()) >= 0 and int(rows.max()) < len(keys))
-        if len(keys) >= _MAX_ENTRIES or len(rows) != len(keys) or not in_range or not _strictly_ascending(keys):
-            raise ValueError(f"a string table of keys takes fewer than {_MAX_ENTRIES} strictly ascending keys, one row each (0 to n - 1)")
         table = cls.__new__(cls)
         table._size = len(keys)
-        table._hold_keys(keys, np.ascontiguousarray(rows, dtype=np.int32 if len(keys) < 2**31 else np.int64))
+        table._slots = None
+        table._sorted = sorted_keys_of(keys, rows, "a string table of keys")
         return table
-
-    def _hold_keys(self, keys: np.ndarray, rows: np.ndarray) -> None:
-        # Sorted keys with their rows: whole, or split in halves where few upper halves repeat.
-        self._rows = rows
-        groups = _upper_groups(keys)
-        self._keys: np.ndarray | None = keys
-        self._split: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        if 3 * groups <= len(keys):  # the groups' 12 bytes each take at most 4 a string
-            self._keys, self._split = None, _split_keys(keys, groups)
-        self._slots = None
 
     def __len__(self) -> int:
         return self._size
@@ -571,7 +635,7 @@ class StringTable:
     def holds_strings(self) -> bool:
         """Whether the table alone can give its set back (:meth:`strings`): every string of
         the set is short, none is null or repeated, so each is a key of the table."""
-        return self._slots is None and len(self._rows) == self._size
+        return self._sorted is not None and len(self._sorted) == self._size
 
     def strings(self) -> tuple[np.ndarray, np.ndarray]:
         """UTF-8 bytes and int64 offsets of the set's strings in their order, rebuilt from the
@@ -587,14 +651,8 @@ class StringTable:
         """
         if not self.holds_strings:
             raise ValueError("the table holds a hash of its strings (some are long), not the strings")
-        keys = np.empty(self._size, dtype=np.uint64)
-        if self._keys is not None:
-            keys[self._rows] = self._keys
-        else:
-            assert self._split is not None  # one or the other is held
-            lower, upper, starts = self._split
-            keys[self._rows] = (np.repeat(upper, np.diff(starts)).astype(np.uint64) << np.uint64(32)) | lower
-        return _key_strings(keys)
+        assert self._sorted is not None
+        return _key_strings(self._sorted.keys_by_row(self._size))
 
     def sorted_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """The set's keys in ascending order and the row of each (where :attr:`holds_strings`):
@@ -610,11 +668,8 @@ class StringTable:
         """
         if not self.holds_strings:
             raise ValueError("the table holds a hash of its strings (some are long), not their keys")
-        if self._keys is not None:
-            return self._keys, self._rows
-        assert self._split is not None  # one or the other is held
-        lower, upper, starts = self._split
-        return (np.repeat(upper, np.diff(starts)).astype(np.uint64) << np.uint64(32)) | lower, self._rows
+        assert self._sorted is not None
+        return self._sorted.sorted_keys()
 
     def positions(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """int64 row of each string in the set, ``-1`` where absent or null; written into
@@ -626,18 +681,19 @@ class StringTable:
                 return found
             out[:] = found
             return out
+        assert self._sorted is not None
         keys, short = _short_keys(data, offsets, valid)
-        order, ordered = _key_order(keys)
-        del keys
-        if out is None:
-            out = np.empty(len(order), dtype=np.int64)
-        out.fill(-1)
-        if self._split is not None:
-            lower, upper, starts = self._split
-            _walk_split(order, ordered, short, lower, upper, starts, self._rows, out)
-        else:
-            _walk_sorted(order, ordered, short, self._keys, self._rows, out)
-        return out
+        return self._sorted.positions(keys, short, out)
+
+
+def sorted_keys_of(keys: np.ndarray, rows: np.ndarray, what: str = "a table of keys") -> SortedKeys:
+    """:class:`SortedKeys` of ``keys`` (strictly ascending) and ``rows`` (each row 0 to n - 1
+    once), checked: ValueError naming ``what`` otherwise."""
+    keys, rows = np.ascontiguousarray(keys, dtype=np.uint64), np.asarray(rows)
+    in_range = not len(rows) or (int(rows.min()) >= 0 and int(rows.max()) < len(keys))
+    if len(keys) >= _MAX_ENTRIES or len(rows) != len(keys) or not in_range or not _strictly_ascending(keys):
+        raise ValueError(f"{what} takes fewer than {_MAX_ENTRIES} strictly ascending keys, one row each (0 to n - 1)")
+    return SortedKeys(keys, np.ascontiguousarray(rows, dtype=np.int32 if len(keys) < 2**31 else np.int64))
 
 
 # ---------------------------------------------------------------------- sorted count runs
@@ -983,10 +1039,56 @@ def _counted_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     integers: a quarter of the time of the argsort the general case needs, which must keep
     the rows) and each distinct key is written back as its bytes (:func:`_key_strings`).
     """
+    distinct, counts = count_keys(keys)
+    return (*_key_strings(distinct), counts)
+
+
+def count_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each distinct uint64 key once, ascending, with how many times it occurs (int64): a
+    count table of values that are their own keys, counted by sorting.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import count_keys
+    >>> [a.tolist() for a in count_keys(np.array([7, 3, 7, 7], np.uint64))]
+    [[3, 7], [1, 3]]
+    """
     keys = np.sort(keys)
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else np.zeros(0, np.int64)
     counts = np.diff(np.append(starts, len(keys))).astype(np.int64, copy=False)
-    return (*_key_strings(keys[starts]), counts)
+    return keys[starts], counts
+
+
+# Integer ids are keys too: an int64 value with its sign bit flipped, read as uint64, orders
+# as the value does, so integers are counted, merged and looked up as short strings are.
+_SIGN = np.uint64(1 << 63)
+
+
+def integer_keys(values: np.ndarray) -> np.ndarray | None:
+    """uint64 keys of integers (any NumPy integer dtype) that order as the values: each
+    value as int64 with its sign bit flipped. None where an unsigned value passes int64's
+    range (such values would take the keys of negative ones).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import integer_keys, integer_values
+    >>> keys = integer_keys(np.array([-2, 0, 5], np.int32))
+    >>> bool(np.all(keys[1:] > keys[:-1])), integer_values(keys, np.dtype("int32")).tolist()
+    (True, [-2, 0, 5])
+    >>> integer_keys(np.array([2**64 - 1], np.uint64)) is None
+    True
+    """
+    if values.dtype == np.uint64 and len(values) and int(values.max()) >= 2**63:
+        return None
+    keys = values.astype(np.int64, copy=False).view(np.uint64)
+    return keys ^ _SIGN
+
+
+def integer_values(keys: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The integers (of NumPy ``dtype``) whose :func:`integer_keys` are ``keys``."""
+    return (keys ^ _SIGN).view(np.int64).astype(dtype, copy=False)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -172,6 +172,94 @@ class StringLookup:
         return len(self._table)
 
 
+class IntegerLookup:
+    """Vocabulary lookup table of integer keys (any integer dtype, nulls left out): their
+    :func:`~tabflow.backends._string_table.integer_keys` held sorted
+    (:class:`~tabflow.backends._string_table.SortedKeys`), looked up by a walk of the
+    sorted keys of each column asked about; keys that are not integers (or unsigned ones past
+    int64) are looked up in a :class:`pandas.Index` of the keys.
+
+    Keys of a NumPy integer dtype on a default index are not kept beside the table: each is
+    its key, and :attr:`keys` rebuilds them (8 to 12 bytes a key in all, where the keys and a
+    hash index of them took 16 to 24 beside the vocabulary's own).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabflow.backends import get_backend
+    >>> pandas = get_backend("pandas")
+    >>> table = pandas.lookup_table(pd.Series([40, -3, 7]))
+    >>> pandas.lookup(table, pd.Series([7, None, 40, 5, -3], dtype="Int64")).tolist()
+    [2, -1, 0, -1, 1]
+    >>> table.holds_keys, table.keys.tolist()
+    (True, [40, -3, 7])
+    """
+
+    def __init__(self, keys: pd.Series, integers: tuple[np.ndarray, np.ndarray]) -> None:
+        from tabflow.backends._string_table import SortedKeys
+
+        ordered, present = integers
+        self._table = SortedKeys.of_rows(ordered, present)
+        self._size = len(keys)
+        self._dtype, self._name = keys.dtype, keys.name
+        rebuilt = (
+            isinstance(keys.dtype, np.dtype)
+            and len(self._table) == len(keys)
+            and isinstance(keys.index, pd.RangeIndex)
+            and keys.index.start == 0
+            and keys.index.step == 1
+        )
+        self._keys = None if rebuilt else keys
+
+    @property
+    def holds_keys(self) -> bool:
+        """Whether the keys are rebuilt from the table (none are held beside it)."""
+        return self._keys is None
+
+    @property
+    def keys(self) -> pd.Series:
+        """The keys the table was built from: the series given, or an equal one rebuilt."""
+        if self._keys is not None:
+            return self._keys
+        from tabflow.backends._string_table import integer_values
+
+        return pd.Series(integer_values(self._table.keys_by_row(self._size), self._dtype), name=self._name)
+
+    def positions(self, ordered: np.ndarray, present: np.ndarray) -> np.ndarray:
+        """int64 position of each integer key (:func:`_integer_keys`), -1 where absent or not
+        present (a new array, in Arrow's memory pool: see :func:`_pooled_empty`)."""
+        return self._table.positions(ordered, present, out=_pooled_empty(len(present), np.dtype(np.int64)))
+
+    @property
+    def index(self) -> pd.Index:
+        """The keys as a pandas Index (for lookups of keys that are not integers)."""
+        return pd.Index(self.keys)
+
+    def __len__(self) -> int:
+        return self._size
+
+
+def _integer_keys(series: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(keys, present)`` of an integer column (NumPy, masked or Arrow integers): each
+    value's :func:`~tabflow.backends._string_table.integer_keys` and whether it is not null;
+    None for any other column (and for unsigned values past int64's range)."""
+    from tabflow.backends._string_table import integer_keys
+
+    dtype = series.dtype
+    if not pd.api.types.is_integer_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
+        return None
+    if isinstance(dtype, np.dtype):
+        values, present = series.to_numpy(), None
+    else:
+        nulls = series.isna().to_numpy()
+        values = series.to_numpy(dtype=_numpy_integer_dtype(dtype), na_value=0)
+        present = ~nulls if nulls.any() else None
+    keys = integer_keys(values)
+    if keys is None:
+        return None
+    return keys, present if present is not None else np.ones(len(keys), dtype=bool)
+
+
 class PandasBackend:
     """Backend for pandas DataFrames held in host memory."""
 
@@ -628,11 +716,24 @@ class PandasBackend:
     def value_counts(self, series: pd.Series) -> pd.Series:
         """Counts of each non-null value (list columns: of each element).
 
-        Strings come in ascending (byte) order: such count tables merge as sorted runs
-        (:meth:`sum_counts`), and a vocabulary built from them needs no string sort.
+        Strings come in ascending (byte) order, integers in ascending order: such count
+        tables merge as sorted runs (:meth:`sum_counts`), and a vocabulary built from them
+        needs no sort of its values.
         """
         if self.is_list_dtype(series.dtype):
             series = self.list_values_series(series)
+        integers = _integer_keys(series)
+        if integers is not None:
+            # Integers are counted by sorting their keys: ascending, as the merges want them.
+            from tabflow.backends._string_table import count_keys, integer_values
+
+            keys, present = integers
+            distinct, numbers = count_keys(keys if present.all() else keys[present])
+            values = integer_values(distinct, _numpy_integer_dtype(series.dtype))
+            index = pd.Index(values, name=series.name)
+            if index.dtype != series.dtype:
+                index = index.astype(series.dtype)
+            return pd.Series(numbers, index=index, name="count")
         encoded = dictionary_strings(series)
         if encoded is not None:
             counts = _dictionary_value_counts(encoded, series.name)
@@ -650,6 +751,8 @@ class PandasBackend:
                 if table is not None:
                     return _count_series(table, series.name)
         counts = series.value_counts(dropna=True, sort=False)
+        if pd.api.types.is_integer_dtype(series.dtype):  # unsigned values past int64's range
+            counts = counts.sort_index()
         if self.is_string_dtype(counts.index.dtype) and counts.index.dtype != _pandas_string_dtype():
             # Fitted vocabularies hold the engine's string dtype whichever the data had.
             counts.index = counts.index.astype(_pandas_string_dtype())
@@ -663,9 +766,10 @@ class PandasBackend:
 
         Tables of one string key column whose values ascend (as :meth:`value_counts` gives
         them) merge as sorted runs, without hashing a string again, into an ascending table;
-        so do tables of one uint64 key column whose keys ascend strictly (short strings held
-        as their keys: see :func:`~tabflow.backends._string_table.short_string_keys`); any
-        other tables are concatenated and grouped.
+        so do tables of one integer key column whose values ascend strictly (their counts
+        then uint32 where no sum reaches 2**32), among them uint64 keys of short strings (see
+        :func:`~tabflow.backends._string_table.short_string_keys`); any other tables are
+        concatenated and grouped.
 
         Examples
         --------
@@ -677,9 +781,25 @@ class PandasBackend:
         >>> merged["value"].tolist(), merged["n"].tolist()
         (['a', 'b', 'c'], [1, 5, 3])
         """
-        from tabflow.backends._string_table import merge_key_counts, merge_sorted_counts
+        from tabflow.backends._string_table import integer_values, merge_key_counts, merge_sorted_counts
 
         keys = [c for c in frames[0].columns if c != count_column]
+        same_columns = all(list(f.columns) == list(frames[0].columns) for f in frames)
+        dtype = frames[0][keys[0]].dtype if len(keys) == 1 else None
+        if dtype is not None and same_columns and dtype != np.uint64 and all(f[keys[0]].dtype == dtype for f in frames):
+            # Integers ascending (as value_counts gives them) merge as their keys.
+            integer_runs = []
+            for frame in frames:
+                integers = _integer_keys(frame[keys[0]])
+                if integers is None or not integers[1].all():
+                    break
+                integer_runs.append((integers[0], frame[count_column].to_numpy(dtype=np.int64)))
+            else:
+                keyed = merge_key_counts(integer_runs)
+                if keyed is not None:  # None: some table's values do not ascend strictly
+                    values = pd.Series(integer_values(keyed[0], _numpy_integer_dtype(dtype)), copy=False)
+                    return pd.DataFrame({keys[0]: values if values.dtype == dtype else values.astype(dtype),
+                                         count_column: keyed[1]}, copy=False)
         if len(keys) == 1 and all(list(f.columns) == list(frames[0].columns) and f[keys[0]].dtype == np.uint64 for f in frames):
             keyed = merge_key_counts([(f[keys[0]].to_numpy(), f[count_column].to_numpy(dtype=np.int64)) for f in frames])
             if keyed is not None:  # None: some table's keys do not ascend strictly
@@ -710,11 +830,15 @@ class PandasBackend:
     def lookup_table(self, keys: pd.Series | pd.DataFrame) -> Any:
         """A reusable hash table over unique keys (a frame: one multi-column key per row).
 
-        Strings get a :class:`StringLookup`, which finds keys in their Arrow buffers; other
-        keys a :class:`pandas.Index` (its engine is a hash table of the values).
+        Strings get a :class:`StringLookup`, which finds keys in their Arrow buffers,
+        integers an :class:`IntegerLookup` of their sorted keys; other keys a
+        :class:`pandas.Index` (its engine is a hash table of the values).
         """
         if self.is_series(keys) and self.is_string_dtype(keys.dtype):
             return StringLookup(keys, self._string_buffers(keys))
+        integers = _integer_keys(keys) if self.is_series(keys) else None
+        if integers is not None:
+            return IntegerLookup(keys, integers)
         table = pd.MultiIndex.from_frame(keys) if isinstance(keys, pd.DataFrame) else pd.Index(keys)
         # pandas fills an index's hash table on its first lookup, and that is not thread-safe:
         # partitions transformed in parallel threads saw a unique index as non-unique. Fill it
@@ -724,8 +848,9 @@ class PandasBackend:
 
     def lookup_table_holds_keys(self, table: Any) -> bool:
         """Whether a :meth:`lookup_table` gives its keys back by itself: a table of short
-        strings (at most eight bytes, no NUL), which holds each one whole as an integer key.
-        A vocabulary with such a table need not keep its strings beside it.
+        strings (at most eight bytes, no NUL), which holds each one whole as an integer key,
+        or of integers of a NumPy dtype. A vocabulary with such a table need not keep its
+        values beside it.
 
         Examples
         --------
@@ -738,7 +863,7 @@ class PandasBackend:
         >>> pandas.lookup_table_holds_keys(pandas.lookup_table(pd.Series(["a longer string"], dtype="str")))
         False
         """
-        return isinstance(table, StringLookup) and table.holds_keys
+        return isinstance(table, (StringLookup, IntegerLookup)) and table.holds_keys
 
     def lookup_table_keys(self, table: Any) -> pd.Series:
         """The keys of a table that holds them (:meth:`lookup_table_holds_keys`), rebuilt: a
@@ -763,6 +888,11 @@ class PandasBackend:
                     return table.positions(*self._string_buffers(keys))
                 except TypeError:  # not all strings: equal to none of the vocabulary's
                     pass
+            table = table.index
+        elif isinstance(table, IntegerLookup):
+            integers = _integer_keys(keys)
+            if integers is not None:
+                return table.positions(*integers)
             table = table.index
         return np.asarray(table.get_indexer(keys), dtype=np.int64)
 
@@ -1331,6 +1461,15 @@ def _count_series(table: tuple[np.ndarray, np.ndarray, np.ndarray], name: Any) -
     values = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data))
     index = pd.Index(pd.array(values, dtype=_pandas_string_dtype()), name=name)
     return pd.Series(counts, index=index, name="count")
+
+
+def _numpy_integer_dtype(dtype: Any) -> np.dtype:
+    """The NumPy dtype of an integer dtype (masked and Arrow integers: their values')."""
+    if isinstance(dtype, np.dtype):
+        return dtype
+    if isinstance(dtype, pd.ArrowDtype):
+        return np.dtype(dtype.pyarrow_dtype.to_pandas_dtype())
+    return np.dtype(dtype.numpy_dtype)
 
 
 def _is_arrow_string(dtype: Any) -> bool:

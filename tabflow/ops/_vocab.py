@@ -276,7 +276,7 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
     # A lexicographic sort as successive stable sorts, least significant key first: with
     # millions of distinct strings this is several times faster than a multi-key sort_values.
     order = np.arange(len(counts))
-    if not _ascending_strings(counts, value_columns):
+    if not _ascending_values(counts, value_columns):
         for name in reversed(value_columns):
             order = order[_stable_argsort(counts[name].take(order))]
     order = order[np.argsort(-counts[COUNT].to_numpy()[order], kind="stable")]
@@ -286,6 +286,8 @@ def build_vocabulary(counts: pd.DataFrame, freq_threshold: int, limit: int | Non
     vocab = vocab.reset_index(drop=True)
     for name in value_columns:
         vocab[name] = _plain_dtype(vocab[name])
+    if vocab[COUNT].dtype != np.int64:  # merged counts may be held narrower
+        vocab[COUNT] = vocab[COUNT].astype(np.int64)
     return vocab
 
 
@@ -434,10 +436,19 @@ def counts_of(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return keyed
 
 
-def _ascending_strings(counts: pd.DataFrame, value_columns: list[str]) -> bool:
-    # Count tables of strings arrive sorted by value (the pandas engine counts and merges
-    # them that way): checking takes one pass, sorting millions of strings many.
-    if value_columns != ["value"] or not dtypes.is_string(dtypes.canonical_dtype(counts["value"].dtype)):
+def _ascending_values(counts: pd.DataFrame, value_columns: list[str]) -> bool:
+    # Count tables of strings and of integers arrive sorted by value (the pandas engine
+    # counts and merges them that way): checking takes one pass, sorting millions of values
+    # many.
+    if value_columns != ["value"]:
+        return False
+    values = counts["value"]
+    if dtypes.is_integer(dtypes.canonical_dtype(values.dtype)):
+        if len(values) < 2 or bool(values.isna().any()):
+            return len(values) < 2
+        numbers = values.to_numpy()
+        return bool(np.all(numbers[1:] > numbers[:-1]))
+    if not dtypes.is_string(dtypes.canonical_dtype(values.dtype)):
         return False
     from tabflow.backends.kernels import (
         is_sorted_unique,  # numba: compiled on first use

@@ -112,7 +112,7 @@ def test_sets_of_short_strings_answer_as_the_hash_table_does(queries, ids):
     keys = pd.Series(values, dtype="str")
     table = PANDAS.lookup_table(vocab)
     assert table._table._slots is None  # the sorted layout
-    assert (table._table._split is not None) == (ids == "decimal")
+    assert (table._table._sorted._split is not None) == (ids == "decimal")
     reference = pd.Index(vocab.astype(object)).get_indexer(keys.astype(object))
     reference[keys.isna().to_numpy()] = -1
     np.testing.assert_array_equal(PANDAS.lookup(table, keys), reference)
@@ -437,7 +437,7 @@ def test_keys_split_into_halves_answer_at_every_group_boundary(seed):
     rng.shuffle(vocab_values)
     vocab = pd.Series(list(dict.fromkeys(vocab_values)), dtype="str")
     table = PANDAS.lookup_table(vocab)
-    assert table._table._split is not None
+    assert table._table._sorted._split is not None
     unseen = ["abcc", "abcf", "abcdzzzz", "\x01", "0", "zzzzz", "zzzzzzzz", "id9999999", "id", "ab\0", "日本日", "abcdefghi"]
     pool = np.array(vocab_values + unseen + [f"id{v:06d}" for v in rng.integers(0, 10**6, 500)], dtype=object)
     values = pool[rng.integers(0, len(pool), 20_000)]

@@ -164,3 +164,105 @@ def test_files_written_by_several_threads_are_identical(tmp_path):
 def test_num_workers_must_be_a_positive_integer(tmp_path, num_workers):
     with pytest.raises(ValueError, match="num_workers"):
         write_criteo(tmp_path, 10, num_workers=num_workers)
+
+
+# ------------------------------------------------------------------------- other shapes
+
+
+@pytest.fixture(scope="module")
+def hex_frame() -> pd.DataFrame:
+    return generate_criteo(20_000, seed=4)
+
+
+def _same_categories(a: pd.Series, b: pd.Series) -> bool:
+    # One-to-one: each value of a goes with one value of b and back, nulls in the same rows.
+    if not a.isna().equals(b.isna()):
+        return False
+    pairs = pd.DataFrame({"a": a.astype(object), "b": b.astype(object)}).dropna().drop_duplicates()
+    return pairs["a"].is_unique and pairs["b"].is_unique
+
+
+def test_text_ids_spell_the_same_categories_as_urls_and_user_agents(hex_frame):
+    text = generate_criteo(20_000, seed=4, ids="text")
+    pd.testing.assert_frame_equal(text.drop(columns=CATEGORICAL_COLUMNS), hex_frame.drop(columns=CATEGORICAL_COLUMNS))
+    for name in CATEGORICAL_COLUMNS:
+        values = text[name].dropna()
+        assert values.str.len().between(30, 80).all(), name
+        # The id is in the string: the same rows share a category in both spellings.
+        assert all(h in t for h, t in zip(hex_frame[name].dropna().head(50), values.head(50))), name
+        assert _same_categories(text[name], hex_frame[name]), name
+    # Long strings whose first eight bytes many share, as URLs' do.
+    c3 = text["C3"].dropna()
+    assert c3.str.len().mean() > 40 and c3.str[:8].value_counts().iloc[0] > 0.3 * len(c3)
+    assert c3.str.startswith(("https://", "Mozilla/", "app://", "user-")).all()
+
+
+def test_int_ids_are_int64_of_the_same_categories(hex_frame):
+    ints = generate_criteo(20_000, seed=4, ids="int")
+    for name in CATEGORICAL_COLUMNS:
+        assert str(ints[name].dtype) == "Int64", name
+        assert _same_categories(ints[name], hex_frame[name]), name
+        assert ints[name].dropna().min() >= 0
+    assert ints["C3"].dropna().max() > 2**62  # spread over 63 bits, not small codes
+
+
+def test_sparse_nulls_in_every_other_column(hex_frame):
+    sparse = generate_criteo(40_000, seed=4, nulls="sparse")
+    nulls = sparse.isna().mean()
+    for columns in (CONTINUOUS_COLUMNS, CATEGORICAL_COLUMNS):
+        sparse_rates = nulls[columns[::2]]
+        assert sparse_rates.between(0.57, 0.93).all() and sparse_rates.min() < 0.63 and sparse_rates.max() > 0.87
+        # The other columns keep Criteo's rates and values.
+        for name in columns[1::2]:
+            pd.testing.assert_series_equal(sparse[name].head(20_000), hex_frame[name])
+    # Values where both keep them are Criteo's.
+    both = sparse["C1"].head(20_000).notna()
+    assert (sparse["C1"].head(20_000)[both] == hex_frame["C1"][both]).all()
+
+
+def test_multi_hot_columns_are_lists_of_one_to_twenty_ids_led_by_the_row_category(hex_frame):
+    lists = generate_criteo(20_000, seed=4, multi_hot=["C3", "C11"])
+    pd.testing.assert_frame_equal(lists.drop(columns=["C3", "C11"]), hex_frame.drop(columns=["C3", "C11"]))
+    for name in ("C3", "C11"):
+        column = lists[name]
+        assert str(column.dtype).startswith("list<item: string>") and not column.isna().any()
+        lengths = column.list.len()
+        assert lengths.min() == 1 and lengths.max() == 20 and 9.5 < lengths.mean() < 11.5
+        first = column.list[0]
+        known = hex_frame[name].notna()
+        assert (first[known] == hex_frame[name][known]).all()
+        items = column.explode()
+        assert items.str.fullmatch(r"[0-9a-f]{8}").all()
+        # The other ids come from the column's distribution: the values seen are the column's.
+        assert items.nunique() > hex_frame[name].nunique()
+    assert str(generate_criteo(100, ids="int", multi_hot=["C1"])["C1"].dtype).startswith("list<item: int64>")
+
+
+def test_shapes_are_written_and_read_back(tmp_path):
+    paths = write_criteo(tmp_path / "d", 30_000, num_files=1, seed=6, ids="text", nulls="sparse",
+                         multi_hot=["C2"], chunk_rows=8_000, row_group_size=20_000)
+    metadata = pq.ParquetFile(paths[0]).metadata
+    # Row groups larger than a chunk are gathered to their size.
+    assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [20_000, 10_000]
+    expected = generate_criteo(30_000, seed=6, ids="text", nulls="sparse", multi_hot=["C2"])
+    dataset = nvt.Dataset(str(tmp_path / "d"), engine="parquet")
+    assert dataset.schema["C2"].is_list and dataset.schema["C2"].dtype == "list<string>"
+    assert dataset.schema.select_by_tag(nvt.schema.Tags.CATEGORICAL).column_names == CATEGORICAL_COLUMNS
+    table = pq.read_table(paths[0])
+    assert table.column("C1").to_pylist() == [None if pd.isna(v) else v for v in expected["C1"]]
+    assert table.column("C2").to_pylist()[:50] == [list(v) for v in expected["C2"].head(50)]
+    assert nvt.Dataset(write_criteo(tmp_path / "i", 100, ids="int")).schema["C5"].dtype == "int64"
+
+
+def test_shape_arguments_are_checked(tmp_path):
+    with pytest.raises(ValueError, match=r"ids must be one of \['hex', 'text', 'int'\], got 'url'"):
+        generate_criteo(10, ids="url")
+    with pytest.raises(ValueError, match="nulls must be one of"):
+        generate_criteo(10, nulls="many")
+    with pytest.raises(ValueError, match=r"not categorical columns C1..C26: \['I1'\]"):
+        generate_criteo(10, multi_hot=["C1", "I1"])
+    with pytest.raises(ValueError, match="list of categorical column names, got the string 'C1'"):
+        generate_criteo(10, multi_hot="C1")
+    with pytest.raises(ValueError, match="raw Criteo text format holds hex ids"):
+        write_criteo(tmp_path, 10, format="criteo_text", ids="text")
+    assert not os.listdir(tmp_path)

@@ -285,6 +285,24 @@ def test_high_cardinality_column(rng):
     assert out["id"].nunique() == n and out["name"].nunique() == n
 
 
+def test_integer_ids_are_counted_merged_and_looked_up_as_sorted_keys(rng):
+    n = 60_000
+    pool = rng.integers(-(2**62), 2**62, 20_000)
+    ids = pd.Series(pool[rng.zipf(1.3, n) % len(pool)], dtype="Int64").mask(rng.random(n) < 0.1)
+    small = pd.Series(rng.integers(-20, 20, n).astype(np.int32))
+    wf, out = _fit_transform(pd.DataFrame({"id": ids, "small": small}), ["id", "small"] >> ops.Categorify(), npartitions=5)
+    op = wf.output_node.op
+    for name, column in (("id", ids), ("small", small)):
+        values = column.astype(object).where(column.notna(), None).tolist()
+        vocab = reference_vocab(values)
+        assert out[name].tolist() == reference_encode(values, vocab), name
+        assert op.vocabs_[name]["value"].tolist() == list(vocab), name
+        # Held as its table of sorted keys: the frame is rebuilt with the values' own dtype.
+        assert op.vocabs_.held_table(name, "pandas") is not None
+    assert op.vocabs_["id"]["value"].dtype == np.int64 and op.vocabs_["small"]["value"].dtype == np.int32
+    assert op.vocabs_["id"]["count"].dtype == np.int64
+
+
 def test_transform_before_fit_raises(frame):
     wf = nvt.Workflow(["s"] >> ops.Categorify())
     with pytest.raises(ops.NotFittedError):

@@ -116,10 +116,18 @@ def test_a_vocabulary_the_table_cannot_give_back_stays_a_frame(vocab):
     assert vocabs["c"] is vocab and vocabs.held_table("c", "pandas") is None
 
 
-def test_integer_vocabularies_and_replaced_frames_are_not_held():
-    ints = pd.DataFrame({"value": [3, 1], "count": [2, 1]})
+def test_integer_vocabularies_are_held_and_replaced_frames_are_not():
+    # Integers of a NumPy dtype are their table's keys: the frame is rebuilt from the table.
+    ints = pd.DataFrame({"value": np.array([3, -(2**62), 1], np.int64), "count": [2, 1, 1]})
+    expected = ints.copy()
     vocabs = Vocabularies({"c": ints})
-    assert not vocabs.hold_as_table("c", ints, PANDAS.lookup_table(ints["value"]), PANDAS)
+    assert vocabs.hold_as_table("c", ints, PANDAS.lookup_table(ints["value"]), PANDAS)
+    del ints
+    assert_same_frame(vocabs["c"], expected)
+    # Masked integers keep their frame (the table does not give their dtype back).
+    masked = pd.DataFrame({"value": pd.array([3, 1], dtype="Int64"), "count": [2, 1]})
+    vocabs["m"] = masked
+    assert not vocabs.hold_as_table("m", masked, PANDAS.lookup_table(masked["value"]), PANDAS)
     strings = fitted_vocabulary(["a", "b"], [2, 1])
     vocabs["c"] = strings.copy()  # the table was built from a frame no longer held
     assert not vocabs.hold_as_table("c", strings, PANDAS.lookup_table(strings["value"]), PANDAS)

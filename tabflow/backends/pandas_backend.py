@@ -69,7 +69,37 @@ def _text_as_strings(frame: Any) -> Any:
     return frame.astype(dict.fromkeys(text, _pandas_string_dtype()))
 
 
-class StringLookup:
+class _KeysBesideTable:
+    """What the vocabulary lookup tables share: the keys a table was built from are kept
+    beside it only when the table cannot rebuild them equal (:meth:`_rebuilt_keys`)."""
+
+    _keys: pd.Series | None
+
+    def _keep_keys(self, keys: pd.Series, rebuildable: bool) -> None:
+        # Rebuilt keys must equal the series given, index included: a default one.
+        on_default_index = isinstance(keys.index, pd.RangeIndex) and keys.index.start == 0 and keys.index.step == 1
+        self._keys = None if rebuildable and on_default_index else keys
+
+    def _rebuilt_keys(self) -> pd.Series:
+        raise NotImplementedError
+
+    @property
+    def holds_keys(self) -> bool:
+        """Whether the keys are rebuilt from the table (none are held beside it)."""
+        return self._keys is None
+
+    @property
+    def keys(self) -> pd.Series:
+        """The keys the table was built from: the series given, or an equal one rebuilt."""
+        return self._rebuilt_keys() if self._keys is None else self._keys
+
+    @property
+    def index(self) -> pd.Index:
+        """The keys as a pandas Index (for lookups of keys of another type than the table's)."""
+        return pd.Index(self.keys)
+
+
+class StringLookup(_KeysBesideTable):
     """Vocabulary lookup table of string keys: a :class:`~tabflow.backends._string_table.StringTable`
     over the keys' Arrow buffers, and the keys as a :class:`pandas.Index` for keys that are not
     strings (which equal none of them).
@@ -95,16 +125,9 @@ class StringLookup:
 
         self._table = StringTable(*buffers)
         self._dtype, self._name = keys.dtype, keys.name
-        # Rebuilt keys must be the very series given: Arrow-backed strings on a default index.
-        rebuilt = (
-            self._table.holds_strings
-            and isinstance(keys.dtype, pd.StringDtype)
-            and keys.dtype.storage == "pyarrow"
-            and isinstance(keys.index, pd.RangeIndex)
-            and keys.index.start == 0
-            and keys.index.step == 1
-        )
-        self._keys = None if rebuilt else keys
+        # Rebuilt keys are Arrow-backed strings.
+        arrow_strings = isinstance(keys.dtype, pd.StringDtype) and keys.dtype.storage == "pyarrow"
+        self._keep_keys(keys, self._table.holds_strings and arrow_strings)
 
     @classmethod
     def of_short_strings(cls, keys: np.ndarray, rows: np.ndarray) -> "StringLookup":
@@ -128,16 +151,7 @@ class StringLookup:
         lookup._dtype, lookup._name, lookup._keys = _pandas_string_dtype(), "value", None
         return lookup
 
-    @property
-    def holds_keys(self) -> bool:
-        """Whether the keys are rebuilt from the table (none are held beside it)."""
-        return self._keys is None
-
-    @property
-    def keys(self) -> pd.Series:
-        """The keys the table was built from: the series given, or an equal one rebuilt."""
-        if self._keys is not None:
-            return self._keys
+    def _rebuilt_keys(self) -> pd.Series:
         data, offsets = self._table.strings()
         values = pa.LargeStringArray.from_buffers(len(self._table), pa.py_buffer(offsets), pa.py_buffer(data))
         return pd.Series(pd.array(values, dtype=self._dtype), name=self._name)
@@ -163,16 +177,11 @@ class StringLookup:
             start += len(chunk)
         return out
 
-    @property
-    def index(self) -> pd.Index:
-        """The keys as a pandas Index (for lookups of keys that are not strings)."""
-        return pd.Index(self.keys)
-
     def __len__(self) -> int:
         return len(self._table)
 
 
-class IntegerLookup:
+class IntegerLookup(_KeysBesideTable):
     """Vocabulary lookup table of integer keys (any integer dtype, nulls left out): their
     :func:`~tabflow.backends._string_table.integer_keys` held sorted
     (:class:`~tabflow.backends._string_table.SortedKeys`), looked up by a walk of the
@@ -202,25 +211,9 @@ class IntegerLookup:
         self._table = SortedKeys.of_rows(ordered, present)
         self._size = len(keys)
         self._dtype, self._name = keys.dtype, keys.name
-        rebuilt = (
-            isinstance(keys.dtype, np.dtype)
-            and len(self._table) == len(keys)
-            and isinstance(keys.index, pd.RangeIndex)
-            and keys.index.start == 0
-            and keys.index.step == 1
-        )
-        self._keys = None if rebuilt else keys
+        self._keep_keys(keys, isinstance(keys.dtype, np.dtype) and len(self._table) == len(keys))
 
-    @property
-    def holds_keys(self) -> bool:
-        """Whether the keys are rebuilt from the table (none are held beside it)."""
-        return self._keys is None
-
-    @property
-    def keys(self) -> pd.Series:
-        """The keys the table was built from: the series given, or an equal one rebuilt."""
-        if self._keys is not None:
-            return self._keys
+    def _rebuilt_keys(self) -> pd.Series:
         from tabflow.backends._string_table import integer_values
 
         return pd.Series(integer_values(self._table.keys_by_row(self._size), self._dtype), name=self._name)
@@ -229,11 +222,6 @@ class IntegerLookup:
         """int64 position of each integer key (:func:`_integer_keys`), -1 where absent or not
         present (a new array, in Arrow's memory pool: see :func:`_pooled_empty`)."""
         return self._table.positions(ordered, present, out=_pooled_empty(len(present), np.dtype(np.int64)))
-
-    @property
-    def index(self) -> pd.Index:
-        """The keys as a pandas Index (for lookups of keys that are not integers)."""
-        return pd.Index(self.keys)
 
     def __len__(self) -> int:
         return self._size

@@ -893,7 +893,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                              f"on the CPU also {','.join(sorted(set(CPU_BASELINES) - set(DEFAULT_CPU_BASELINES)))})")
     parser.add_argument("--shape", default="hex",
                         help="the data: comma-separated shapes among " + ", ".join(SHAPES) + " (or 'all'): "
-                             + "; ".join(f"{name}: {shape.description}" for name, shape in SHAPES.items()))
+                             # argparse formats help with %: the descriptions' own are doubled.
+                             + "; ".join(f"{name}: {shape.description}" for name, shape in SHAPES.items()).replace("%", "%%"))
     parser.add_argument("--repeat", type=int, default=1, help="run every phase this many times, interleaved")
     parser.add_argument("--check", action="store_true",
                         help="compare the baselines' outputs with tabflow's (with --gpu, also tabflow's with the CPU engine's)")

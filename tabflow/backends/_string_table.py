@@ -1087,7 +1087,15 @@ def integer_keys(values: np.ndarray) -> np.ndarray | None:
 
 
 def integer_values(keys: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """The integers (of NumPy ``dtype``) whose :func:`integer_keys` are ``keys``."""
+    """The integers (of NumPy ``dtype``) whose :func:`integer_keys` are ``keys``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tabflow.backends._string_table import integer_keys, integer_values
+    >>> integer_values(integer_keys(np.array([7, -1], np.int16)), np.dtype("int16")).tolist()
+    [7, -1]
+    """
     return (keys ^ _SIGN).view(np.int64).astype(dtype, copy=False)
 
 

@@ -24,12 +24,13 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable, Protocol, Sequence
 
 import dask
 
@@ -53,6 +54,7 @@ from tabflow.io.atomic import check_target, discard, files_under, publish, recov
 from tabflow.io.fs import is_remote, local_path
 from tabflow.io.memory import keep_large_buffers_mapped
 from tabflow.io.progress import compute
+from tabflow.io.writer import Gathered
 from tabflow.ops.operator import NotFittedError, NotUpdatableError, Operator, StatOperator
 from tabflow.schema import Schema
 from tabflow.schema.dtypes import is_unknown
@@ -335,13 +337,13 @@ class Workflow:
         sample = self._sample(dataset)
         # The schema pass checks every op's input (validate_input) before any data is read.
         self.fit_schema(input_schema if input_schema is not None else dataset.schema, sample)
-        if update:
-            assert input_schema is not None
-            ddf = dataset.to_ddf(
-                input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True,
-            )
-        else:
-            ddf = dataset.to_ddf(dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True)
+        columns = input_schema.column_names if input_schema is not None else None
+        read = functools.partial(dataset.to_ddf, columns, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True)
+        ddf = read()
+        # Statistics computed by row-wise ops alone do not depend on where partitions end:
+        # small partitions (many small files) are then read together, paying each op's cost
+        # per partition once per ``part_size`` of rows.
+        gathered = read(coalesce=True)
         verb = "update" if update else "fit"
         logger.info("%s: %d statistics op(s) over %d partition(s)", verb, len(stat_nodes), ddf.npartitions)
         remaining = list(stat_nodes)
@@ -353,7 +355,8 @@ class Workflow:
             modern = [n for n in ready if _frame_fitter(n.op) is None]
             if modern:
                 passes += 1
-                counted = self._fit_pass(ddf, modern, passes, progress, input_schema, keep_state, count_rows=rows is None)
+                data = gathered if _row_wise(modern) else ddf
+                counted = self._fit_pass(data, modern, passes, progress, input_schema, keep_state, count_rows=rows is None)
                 rows = counted if rows is None else rows
             for node in ready:
                 fitter = _frame_fitter(node.op)
@@ -518,10 +521,19 @@ class Workflow:
         ddf = dataset.to_ddf(
             input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True,
         )
-        ddf = map_graph(ddf, GraphRunner([self.output_node], input_schema), meta)
-        out = Dataset(ddf, schema=output_schema, cpu=dataset.engine == "pandas", client=dataset.client or self.client)
+        runner = GraphRunner([self.output_node], input_schema)
+        out = Dataset(map_graph(ddf, runner, meta), schema=output_schema, cpu=dataset.engine == "pandas", client=dataset.client or self.client)
         # The transform keeps partitions one to one, so each still comes from the same file.
         out._partition_sources = dataset._partition_sources
+        gathering = dataset._gathered_partitions()
+        if gathering is not None and dataset._partition_lengths is not None and _row_wise([self.output_node]):
+            # Row-wise ops give the same rows over gathered partitions: written in order,
+            # many small files are transformed a part_size at a time (see Operator.row_wise).
+            together = dataset.to_ddf(
+                input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True,
+                coalesce=True,
+            )
+            out._gathered = Gathered(map_graph(together, runner, meta), gathering[1], list(dataset._partition_lengths))
         out._progress = progress
         logger.info(
             "transform: %d partition(s), %d column(s) in, %d out; computed when the result is written or computed",
@@ -795,6 +807,12 @@ def _local_directory(path: Any, verb: str, error: type[Exception]) -> str:
 
 def _is_fitted(node: Node) -> bool:
     return not isinstance(node.op, StatOperator) or node.op.fitted
+
+
+def _row_wise(nodes: Sequence[Node]) -> bool:
+    """Whether every step computing ``nodes`` and their inputs is row-wise (see
+    :attr:`Operator.row_wise <tabflow.ops.Operator.row_wise>`)."""
+    return all(node.step.row_wise for target in nodes for node in [target, *target.ancestors()])
 
 
 def _is_done(node: Node, done: set[int], update: bool) -> bool:

@@ -545,21 +545,30 @@ class CudfBackend:
         return self.from_host(host)
 
     # --------------------------------------------------------------------- I/O
-    def read_parquet_part(
-        self, path: str, row_groups: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str],
+    def read_parquet_parts(
+        self, parts: Sequence[tuple[str, Sequence[int] | None]], columns: Sequence[str] | None, dtypes: Mapping[str, str],
         dictionary_strings: Sequence[str] = (),
     ) -> Any:
-        """Read some row groups of one parquet file into a frame with the planned dtypes.
+        """Some row groups of one or more parquet files, in order, as one frame with the
+        planned dtypes.
 
-        cuDF decodes every string column on the GPU: ``dictionary_strings`` changes nothing.
+        Each file is read and conformed on its own before the frames are joined: cuDF reads
+        a list of files only when they store every column with one type, which the files of
+        a dataset need not (int32 in one, int64 in another). cuDF decodes every string
+        column on the GPU: ``dictionary_strings`` changes nothing.
         """
         cudf = _cudf()
-        if row_groups is not None and len(row_groups) == 0:
-            return self.empty_frame({c: dtypes[c] for c in (columns or dtypes)})
-        frame = cudf.read_parquet(
-            path, columns=list(columns) if columns else None, row_groups=None if row_groups is None else [list(row_groups)]
-        )
-        return self._conform(frame, dtypes)
+        wanted = {c: dtypes[c] for c in (columns or dtypes)}
+        frames = [
+            self._conform(
+                cudf.read_parquet(path, columns=list(columns) if columns else None, row_groups=None if row_groups is None else [list(row_groups)]),
+                dtypes,
+            )
+            for path, row_groups in parts if row_groups is None or len(row_groups)
+        ]
+        if not frames:
+            return self.empty_frame(wanted)
+        return frames[0] if len(frames) == 1 else self.concat_rows(frames)
 
     def from_arrow(self, table: pa.Table, dtypes: Mapping[str, str] | None = None, dictionary_strings: Sequence[str] = ()) -> Any:
         """Arrow table to cuDF, casting each column to its planned canonical dtype (strings

@@ -34,6 +34,7 @@ _HOMES = {
     "short_string_lookup": "tabflow.backends.pandas_backend",
     "short_string_key_rows": "tabflow.backends.pandas_backend",
     "open_parquet": "tabflow.backends.pandas_backend",
+    "concat_tables": "tabflow.backends.pandas_backend",
     # columns as host NumPy values and null masks (the serving plan's only contact with pandas)
     "column_labels": "tabflow.backends._host_arrays",
     "frame": "tabflow.backends._host_arrays",

@@ -888,7 +888,7 @@ class PandasBackend:
         """``function`` of each row of a dictionary-encoded string column, computed once per
         distinct value; None for any other column.
 
-        Parquet stores strings dictionary-encoded, and :meth:`read_parquet_part` can keep them
+        Parquet stores strings dictionary-encoded, and :meth:`read_parquet_parts` can keep them
         that way. Each chunk's dictionary, with a null appended, is given to ``function`` as a
         series of the engine's string dtype; its answers, cast to ``dtype``, are gathered to
         the rows by the chunk's indices (null rows take the null's answer). A row-wise
@@ -1035,18 +1035,21 @@ class PandasBackend:
         return string_buffers(series)
 
     # --------------------------------------------------------------------- I/O
-    def read_parquet_part(
-        self, path: str, row_groups: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str],
+    def read_parquet_parts(
+        self, parts: Sequence[tuple[str, Sequence[int] | None]], columns: Sequence[str] | None, dtypes: Mapping[str, str],
         dictionary_strings: Sequence[str] = (),
     ) -> pd.DataFrame:
-        """Read some row groups of one parquet file into a frame with the planned dtypes.
+        """Some row groups of one or more parquet files, in order, as one frame with the
+        planned dtypes: the files' Arrow tables are joined before the one conversion.
 
         String columns named in ``dictionary_strings`` stay dictionary-encoded, as the file
         stores them (see :meth:`from_arrow`).
         """
-        with open_parquet(path, dictionary_strings) as pf:
-            table = pf.read_row_groups(row_groups, columns=columns) if row_groups is not None else pf.read(columns=columns)
-        return self.from_arrow(table, dtypes, dictionary_strings)
+        tables = []
+        for path, row_groups in parts:
+            with open_parquet(path, dictionary_strings) as pf:
+                tables.append(pf.read_row_groups(row_groups, columns=columns) if row_groups is not None else pf.read(columns=columns))
+        return self.from_arrow(tables[0] if len(tables) == 1 else concat_tables(tables), dtypes, dictionary_strings)
 
     def from_arrow(
         self, table: pa.Table, dtypes: Mapping[str, str] | None = None, dictionary_strings: Sequence[str] = ()
@@ -1286,6 +1289,54 @@ def _arrow_string_buffers(array: pa.Array | pa.ChunkedArray, name: Any = None) -
     return data, offsets, valid
 
 
+def concat_tables(tables: Sequence[Any]) -> Any:
+    """Arrow tables of several files as one, in order. Files of one dataset may store a
+    column with different (unifying) types, or dictionary-encoded in one file and plain in
+    another: such a column is decoded and widened as the dataset's types were unified.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from tabflow.backends.kernels import concat_tables
+    >>> one = pa.table({"s": pa.array(["a"]).dictionary_encode(), "n": pa.array([1], pa.int32())})
+    >>> two = pa.table({"s": ["b"], "n": pa.array([2], pa.int64())})
+    >>> both = concat_tables([one, two])
+    >>> both.column("s").to_pylist(), both.schema.field("n").type
+    (['a', 'b'], DataType(int64))
+    """
+    first = tables[0].schema
+    if all(table.schema.equals(first, check_metadata=False) for table in tables[1:]):
+        return _one_dictionary_each(pa.concat_tables([table.replace_schema_metadata(None) for table in tables]))
+    differing = {
+        name for name in first.names
+        if any(not table.schema.field(name).type.equals(first.field(name).type) for table in tables[1:])
+    }
+    decoded = []
+    for table in tables:
+        for name in differing:
+            column = table.column(name)
+            if pa.types.is_dictionary(column.type):
+                table = table.set_column(table.schema.get_field_index(name), name, column.cast(column.type.value_type))
+        decoded.append(table.replace_schema_metadata(None))
+    return _one_dictionary_each(pa.concat_tables(decoded, promote_options="permissive"))
+
+
+def _one_dictionary_each(table: pa.Table) -> pa.Table:
+    """``table`` with each dictionary-encoded column as one chunk over one dictionary.
+
+    Small files each bring a dictionary of their own, which share most of their values:
+    counting and looking up by dictionary index would sort and search each of them, where
+    one unified dictionary (hashed once, in Arrow) holds each value once.
+    """
+    indices = [i for i, field in enumerate(table.schema) if pa.types.is_dictionary(field.type)]
+    if not indices or all(table.column(i).num_chunks <= 1 for i in indices):
+        return table
+    unified = table.unify_dictionaries()
+    for i in indices:
+        table = table.set_column(i, table.schema.field(i), pa.chunked_array([unified.column(i).combine_chunks()]))
+    return table
+
+
 def open_parquet(source: Any, dictionary_strings: Sequence[str] = ()) -> pq.ParquetFile:
     """A ``pyarrow.parquet.ParquetFile`` that reads the string columns named in
     ``dictionary_strings`` as dictionaries (names that are not top-level string columns of
@@ -1365,7 +1416,7 @@ def _typical_length(chunk: pq.ColumnChunkMetaData) -> float:
 
 def dictionary_strings(series: pd.Series) -> pa.ChunkedArray | None:
     """The Arrow chunks of a dictionary-encoded string column (as parquet files store strings
-    and :meth:`PandasBackend.read_parquet_part` can keep them), None for any other column.
+    and :meth:`PandasBackend.read_parquet_parts` can keep them), None for any other column.
 
     Examples
     --------

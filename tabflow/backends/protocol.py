@@ -324,16 +324,17 @@ class Backend(Protocol):
     def read_table(self, path: str, kind: str | None = None, **kwargs: Any) -> Frame:
         """A whole parquet file/directory or CSV file as one frame."""
 
-    def read_parquet_part(
-        self, path: str, row_groups: Sequence[int] | None, columns: Sequence[str] | None, dtypes: Mapping[str, str],
+    def read_parquet_parts(
+        self, parts: Sequence[tuple[str, Sequence[int] | None]], columns: Sequence[str] | None, dtypes: Mapping[str, str],
         dictionary_strings: Sequence[str] = (),
     ) -> Frame:
-        """Some row groups of one parquet file with the planned canonical dtypes; string
-        columns in ``dictionary_strings`` may stay dictionary-encoded (an engine may decode)."""
+        """Some row groups of one or more parquet files (``(path, row groups)``, None: all),
+        in order, as one frame with the planned canonical dtypes; string columns in
+        ``dictionary_strings`` may stay dictionary-encoded (an engine may decode)."""
 
     def from_arrow(self, table: Any, dtypes: Mapping[str, str] | None = None, dictionary_strings: Sequence[str] = ()) -> Frame:
         """An Arrow table as a frame, each column cast to its planned canonical dtype
-        (``dictionary_strings``: as :meth:`read_parquet_part`)."""
+        (``dictionary_strings``: as :meth:`read_parquet_parts`)."""
 
     def to_arrow(self, frame: Frame) -> Any:
         """A frame as an Arrow table (without its index)."""

@@ -319,6 +319,16 @@ class Operator(metaclass=_OperatorMeta):
             if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         ]
 
+    #: Whether the op gives one output row per input row, computed from that row alone (with
+    #: the fitted statistics), and, for a statistics op, whether its statistics are the same
+    #: however the rows are split into partitions. Then running it on partitions joined
+    #: together gives what it gives on each, row for row, and a workflow may read many small
+    #: files as fewer, larger partitions for it. An op that looks across the rows of a
+    #: partition (a group-by, a lag, a function of a column's mean, folds drawn per
+    #: partition) or drops or adds rows (Dropna, Filter, a join) leaves it False, as an op of
+    #: unknown behaviour (a user's subclass) does.
+    row_wise: bool = False
+
     #: Attributes an op derives on first use from its parameters and fitted state (an
     #: engine's hash tables, prepared matrices). They are left out of pickles, which they
     #: could dwarf, and rebuilt wherever the op runs; the op reads their entries with

@@ -65,6 +65,13 @@ class Step:
     selector: ColumnSelector | None = None
     dropped: ColumnSelector | None = None
 
+    @property
+    def row_wise(self) -> bool:
+        """Whether the step's output rows come each from the same input row alone
+        (:attr:`Operator.row_wise <tabflow.ops.Operator.row_wise>` for an op): selecting and
+        joining columns do."""
+        return True
+
     def resolve(self, node: Any, schemas: Mapping[int, NodeSchema], source: Schema) -> NodeSchema:
         """The node's schema from the schemas of the nodes upstream of it (``schemas``, by
         node id) and the input data's schema."""
@@ -119,6 +126,10 @@ class Apply(Step):
 
     def __init__(self, op: Any) -> None:
         self.op = op
+
+    @property
+    def row_wise(self) -> bool:
+        return bool(getattr(self.op, "row_wise", False))
 
     def resolve(self, node, schemas, source):
         parents = [schemas[p.id] for p in node.parents]
@@ -334,6 +345,11 @@ class Nested(Step):
     def __init__(self, name: str, loop_until: Any = None) -> None:
         self.name = name
         self.loop_until = loop_until
+
+    @property
+    def row_wise(self) -> bool:
+        # A loop runs as often as its condition on the whole frame says.
+        return self.loop_until is None
 
     def resolve(self, node, schemas, source):
         parent = schemas[node.parents[0].id]

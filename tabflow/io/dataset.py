@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import os
 import random
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from tabflow.backends import get_backend
 from tabflow.backends.protocol import Frame
@@ -30,6 +30,9 @@ from tabflow.io.progress import compute
 from tabflow.io.shuffle import Shuffle, normalize_shuffle
 from tabflow.schema import ColumnSchema, Schema, Tags
 from tabflow.schema.dtypes import nullable_dtype
+
+if TYPE_CHECKING:
+    from tabflow.io.writer import Gathered
 
 __all__ = ["Dataset"]
 
@@ -77,8 +80,10 @@ class Dataset:
         CSV options (any separator, a header line or explicit ``names``).
     **kwargs
         Reader options: CSV parser options (``skiprows``, ``quotechar``, ...); for parquet
-        ``filters=`` (rows not matching are dropped), ``columns=`` and
-        ``row_groups_per_part=``. An option the format does not use is a TypeError.
+        ``filters=`` (rows not matching are dropped), ``columns=``,
+        ``row_groups_per_part=`` and ``aggregate_files=`` (``True``: a partition may gather
+        several files up to ``part_size``; a hive key such as ``"day"``: only files with the
+        same ``day=`` directory). An option the format does not use is a TypeError.
 
     Examples
     --------
@@ -150,6 +155,11 @@ class Dataset:
         self._direct = source.direct  # (reader, pieces): partitions read without dask
         # Source file of each partition, computed on demand (``to_parquet(preserve_files=True)``).
         self._partition_sources = source.partition_sources
+        self._partition_bytes = source.partition_bytes
+        self._part_size = source.part_size
+        # The same rows computed over gathered partitions (a workflow's transform of many
+        # small files sets it): what ``to_parquet`` computes when it keeps the partitions' order.
+        self._gathered: Gathered | None = None
         self.paths = list(source.paths)
         self.file_engine = source.format
         self._samples: dict[int, Any] = {}
@@ -219,8 +229,9 @@ class Dataset:
         if self._partition_sources is None:
             return None
         mapping: dict[str, list[int]] = {}
-        for index, path in enumerate(self._partition_sources()):
-            mapping.setdefault(path, []).append(index)
+        for index, paths in enumerate(self._partition_sources()):
+            for path in (paths,) if isinstance(paths, str) else paths:
+                mapping.setdefault(path, []).append(index)
         return mapping
 
     def _build_schema(self, given: Schema | None) -> Schema:
@@ -298,7 +309,7 @@ class Dataset:
     # ------------------------------------------------------------------ access
     def to_ddf(
         self, columns: str | Sequence[str] | None = None, shuffle: bool = False, seed: int | None = None,
-        dictionary_strings: Sequence[str] = (), arrow_lists: bool = False,
+        dictionary_strings: Sequence[str] = (), arrow_lists: bool = False, coalesce: bool = False,
     ) -> Any:
         """The dask DataFrame (optionally only some columns, and its partitions in random order).
 
@@ -320,6 +331,12 @@ class Dataset:
         data ignores the option. Workflows pass the source columns that only Categorify
         reads: counting and encoding a dictionary touches each distinct string once.
 
+        ``coalesce=True`` reads consecutive partitions smaller than ``part_size`` together,
+        up to ``part_size`` (many small parquet files): fewer, larger partitions with the
+        same rows in the same order, for a computation whose result does not depend on where
+        partitions begin and end (workflows fit so). Other data, and ``shuffle=True``, keep
+        their partitions.
+
         Examples
         --------
         >>> import pandas as pd
@@ -337,16 +354,29 @@ class Dataset:
         if columns:
             columns = [columns] if isinstance(columns, str) else list(columns)
         direct = self._direct
-        if dictionary_strings and direct is not None and hasattr(direct[0], "with_dictionary_strings"):  # parquet files
-            reader, pieces = direct
-            reader = (reader.with_columns(columns) if columns else reader).with_dictionary_strings(dictionary_strings)
+        gathering = self._gathered_partitions() if coalesce and not shuffle else None
+        pieces = gathering[0] if gathering is not None else None
+        dictionaries = bool(dictionary_strings) and direct is not None and hasattr(direct[0], "with_dictionary_strings")
+        if direct is not None and (pieces is not None or dictionaries):
+            reader = direct[0].with_columns(columns) if columns else direct[0]
+            if dictionaries:  # parquet files
+                reader = reader.with_dictionary_strings(dictionary_strings)
             backend = get_backend(self.engine)
-            ddf = backend.from_map_ddf(reader, pieces, backend.empty_frame(reader.dtypes), "tabflow-read-parquet")
+            ddf = backend.from_map_ddf(reader, pieces or direct[1], backend.empty_frame(reader.dtypes), "tabflow-read-parquet")
         elif columns:
             ddf = ddf[columns]
         if shuffle and ddf.npartitions > 1:
             ddf = ddf.partitions[self._shuffled(seed)]
         return ddf if arrow_lists else self._as_users_see(ddf)
+
+    def _gathered_partitions(self) -> tuple[list, list[list[int]]] | None:
+        """The partitions' pieces with consecutive small ones gathered up to ``part_size``,
+        and the partitions each gathers (None: nothing to gather, or partitions that are
+        not planned from files)."""
+        if self._direct is None or self._partition_bytes is None or not self._part_size:
+            return None
+        gathered, groups = readers.gather_pieces(self._direct[1], self._partition_bytes, self._part_size)
+        return (gathered, groups) if len(gathered) < len(self._direct[1]) else None
 
     def _as_users_see(self, ddf: Any) -> Any:
         """``ddf`` with its list columns as the engine's users know them, one partition at a time."""
@@ -762,7 +792,7 @@ class Dataset:
             storage_options=storage_options if storage_options is not None else self.storage_options,
             progress=self._progress if progress is None else progress,
             cats=list(cats or []), conts=list(conts or []), labels=list(labels or []),
-            hugectr_keyset=write_hugectr_keyset,
+            hugectr_keyset=write_hugectr_keyset, gathered=self._gathered,
         )
 
     def _written_schema(
@@ -900,13 +930,20 @@ class Dataset:
                 "to_parquet: preserve_files=True needs a dataset read from parquet or CSV files (or a workflow's "
                 "transform of one); this one's partitions do not map to files"
             )
-        files = list(dict.fromkeys(sources))
+        single = [paths for paths in sources if isinstance(paths, str)]
+        if len(single) < len(sources):
+            gathering = next(paths for paths in sources if not isinstance(paths, str))
+            raise ValueError(
+                f"to_parquet: preserve_files=True writes each input file's rows to a file of its own, but a partition of "
+                f"this dataset gathers several files ({list(gathering)[:3]}...): open the dataset without aggregate_files"
+            )
+        files = list(dict.fromkeys(single))
         names = [_preserved_name(path, suffix) for path in files]
         clashes = sorted({n for n in names if names.count(n) > 1})
         if clashes:
             raise ValueError(f"to_parquet: preserve_files=True would write {clashes} more than once (same file name in several directories)")
         index = {path: k for k, path in enumerate(files)}
-        return names, [index[path] for path in sources]
+        return names, [index[path] for path in single]
 
     def to_npy(self, output_file: str, append: bool = False) -> None:
         """Write the dataset as one 2-D ``.npy`` matrix, partition by partition.

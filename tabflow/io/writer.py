@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -44,7 +45,7 @@ from tabflow.io.readers._schema_files import schema_formats
 from tabflow.io.shuffle import Shuffle
 from tabflow.schema import SCHEMA_FILENAME, Schema
 
-__all__ = ["write_parquet", "write_hugectr", "portable_schema", "METADATA_FILENAME", "HIVE_NULL"]
+__all__ = ["write_parquet", "write_hugectr", "portable_schema", "Gathered", "METADATA_FILENAME", "HIVE_NULL"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ def write_parquet(
     conts: Sequence[str] = (),
     labels: Sequence[str] = (),
     hugectr_keyset: bool = False,
+    gathered: Gathered | None = None,
 ) -> list[str]:
     """Write ``ddf`` as parquet plus ``_schema.json``, ``.merlin/schema.json`` and ``_metadata``;
     return the paths of the data files.
@@ -95,7 +97,8 @@ def write_parquet(
     key columns in the files. ``row_group_size`` caps the rows of one row group. An existing
     ``output_path`` is replaced as :mod:`tabflow.io.atomic` says: as a whole when it is empty
     or holds only a previous dataset, else the files are added beside what it holds.
-    ``progress`` shows a bar of the partitions written.
+    ``progress`` shows a bar of the partitions written. ``gathered`` computes the same rows
+    over fewer partitions where the write keeps the partitions' order (:class:`Gathered`).
     """
     if output_files < 1 and not partition_on:
         raise ValueError(f"output_files must be at least 1, got {output_files}")
@@ -109,6 +112,7 @@ def write_parquet(
     if shuffle is None and output_files > nparts and partition_files is None and not partition_on:
         ddf = ddf.repartition(npartitions=output_files)
         nparts = ddf.npartitions
+        gathered = None
     names = list(file_names) if file_names is not None else [f"part_{k}.parquet" for k in range(output_files)]
     output.claim([] if partition_on else names, _metadata_names(hugectr_keyset))
     columns = [c for c in schema.column_names if c not in (partition_on or ())]
@@ -132,7 +136,7 @@ def write_parquet(
             if partition_on:
                 written = _write_hive(ddf, output, schema, backend, cast, partition_on, shuffle, rng, client, arrow_schema, file_schema, row_group_size, footers, partition_done)
             else:
-                _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers, partition_done)
+                _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers, partition_done, gathered)
                 written = names
         file_rows = [footer.num_rows for footer in footers]  # before the summary merges them
         rows = sum(file_rows)
@@ -270,7 +274,7 @@ def _write_hugectr_metadata(output: "_Output", names: Sequence[str], rows: Seque
     output.write(hugectr.METADATA_JSON, hugectr.metadata_json(names, rows, columns, cats, conts, labels))
 
 
-def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers, partition_done) -> None:
+def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_files, shuffle, rng, client, arrow_schema, row_group_size, footers, partition_done, gathered=None) -> None:
     """The dataset's rows streamed into ``names``, each file open for the whole write.
 
     An engine that encodes parquet itself (cuDF, on the GPU: ``backend.parquet_file_writer``)
@@ -317,7 +321,7 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
                 assert files is not None  # partitions without files are not in ``order``
                 return files[_unshuffled_file(position[index], len(groups[files]), len(files))]
 
-            _write_side_by_side(ddf, indices, file_of, outputs, lambda frame: pieces.prepare(frame, schema, backend, cast, arrow_schema), partition_done)
+            _write_side_by_side(ddf, indices, file_of, outputs, lambda frame: pieces.prepare(frame, schema, backend, cast, arrow_schema), partition_done, gathered)
         else:
             for index, frame in zip(indices, iter_partitions(ddf, order=order, prefetch=_prefetch(), client=client)):
                 data = pieces.prepare(frame, schema, backend, cast, arrow_schema)
@@ -353,7 +357,10 @@ def _write_files(ddf, output, schema, backend, cast, names, nparts, partition_fi
         footer.set_file_path(name)
 
 
-def _write_side_by_side(ddf: Any, indices: Sequence[int], file_of: Any, outputs: list[Any], prepare: Any, partition_done: Any) -> None:
+def _write_side_by_side(
+    ddf: Any, indices: Sequence[int], file_of: Any, outputs: list[Any], prepare: Any, partition_done: Any,
+    gathered: Gathered | None = None,
+) -> None:
     """Each partition computed, prepared and written by one of ``_prefetch() + 1`` threads.
 
     Computing a partition takes longer than writing it, so one thread computing ahead of a
@@ -362,11 +369,16 @@ def _write_side_by_side(ddf: Any, indices: Sequence[int], file_of: Any, outputs:
     order (a thread waits for the file's turn), so the files are those written one partition
     after another, byte for byte. At most one partition per thread is held, as many as one
     writer and its partitions computed ahead held.
+
+    With ``gathered`` (every partition written, in order), a thread computes one of its
+    gathered partitions, prepares it as one table and writes each partition's slice of it
+    in that partition's turn: the files are the same, and small partitions pay the per
+    partition costs of the computation once per gathered partition.
     """
     parts = ddf.to_delayed()
     turns = _FileTurns([file_of(index) for index in indices], indices)
 
-    def compute_and_write(index: int) -> None:
+    def compute_and_write(index: int) -> int:
         file = file_of(index)
         try:
             # dask's own synchronous scheduler, as a function: named by a string, it imports
@@ -376,13 +388,51 @@ def _write_side_by_side(ddf: Any, indices: Sequence[int], file_of: Any, outputs:
             turns.fail(file)
             raise
         turns.write(file, index, (lambda: outputs[file].write(table)) if table.num_rows else None)
+        return 1
 
-    results = iter_calls([functools.partial(compute_and_write, index) for index in indices], prefetch=_prefetch() + 1)
+    calls = [functools.partial(compute_and_write, index) for index in indices]
+    if gathered is not None and list(indices) == list(range(len(parts))) and sum(map(len, gathered.groups)) == len(parts):
+        joined = gathered.ddf.to_delayed()
+
+        def compute_and_write_group(k: int) -> int:
+            members = gathered.groups[k]
+            try:
+                table = prepare(joined[k].compute(scheduler=dask.local.get_sync))
+            except BaseException:
+                for index in members:
+                    turns.fail(file_of(index))
+                raise
+            if table.num_rows != sum(gathered.lengths[index] for index in members):
+                # Not one row out per row in (an op declared row-wise that is not): each
+                # partition is computed on its own after all.
+                return sum(compute_and_write(index) for index in members)
+            start = 0
+            for index in members:
+                piece = table.slice(start, gathered.lengths[index])
+                start += gathered.lengths[index]
+                turns.write(file_of(index), index, functools.partial(outputs[file_of(index)].write, piece) if piece.num_rows else None)
+            return len(members)
+
+        calls = [functools.partial(compute_and_write_group, k) for k in range(len(joined))]
+    results = iter_calls(calls, prefetch=_prefetch() + 1)
     try:
-        for _ in results:
-            partition_done()
+        for written in results:
+            for _ in range(written):
+                partition_done()
     finally:
         results.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class Gathered:
+    """The partitions of a dataset computed over fewer, larger ones: partition ``k`` of
+    ``ddf`` holds the rows of partitions ``groups[k]`` (consecutive, in order), and partition
+    ``i`` has ``lengths[i]`` rows. A workflow's transform of many small files carries it
+    (see :meth:`tabflow.Workflow.transform`)."""
+
+    ddf: Any
+    groups: Sequence[Sequence[int]]
+    lengths: Sequence[int]
 
 
 class _Abandoned(Exception):

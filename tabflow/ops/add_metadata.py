@@ -39,6 +39,8 @@ class AddMetadata(Operator):
     ([0, 1], ['binary_classification', 'target'])
     """
 
+    row_wise = True
+
     def __init__(self, tags: Any = None, properties: dict[str, Any] | None = None) -> None:
         self.tags = tags
         self.properties = properties

@@ -57,6 +57,8 @@ class Bucketize(SchemaFromColumns, Operator):
     [0, 1, 1, 2, 2]
     """
 
+    row_wise = True
+
     def __init__(self, boundaries: Sequence[float] | Mapping[str, Sequence[float]] | Callable[[str], Sequence[float]]) -> None:
         self.boundaries = boundaries
 

@@ -223,6 +223,8 @@ class Categorify(SchemaFromColumns, StatOperator):
     3  unique       3            3             4
     """
 
+    row_wise = True
+
     _derived_attributes = ("_tables",)
     vocabs_: Mapping[str, Any]  # set by fitting (a Vocabularies; see _vocabularies)
 

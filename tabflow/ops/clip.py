@@ -49,6 +49,8 @@ class Clip(Operator):
     ('float64', [0.5, 2.0])
     """
 
+    row_wise = True
+
     def __init__(self, min_value: float | None = None, max_value: float | None = None) -> None:
         self.min_value = min_value
         self.max_value = max_value

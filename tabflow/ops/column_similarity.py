@@ -54,6 +54,8 @@ class ColumnSimilarity(Operator):
     [0.5, 1.0, 0.5]
     """
 
+    row_wise = True
+
     _derived_attributes = ("_prepared",)
 
     def __init__(self, left_features: Any, right_features: Any = None, metric: str = "tfidf", on_device: bool = True) -> None:

@@ -57,6 +57,8 @@ class DataStats(StatOperator):
     (2, 2)
     """
 
+    row_wise = True
+
     def __init__(self) -> None:
         pass
 

@@ -40,6 +40,8 @@ class DropLowCardinality(Operator):
     ['two', 'x']
     """
 
+    row_wise = True
+
     def __init__(self, min_cardinality: int = 4) -> None:
         self.min_cardinality = min_cardinality
 

@@ -67,6 +67,8 @@ class FillMedian(FillsNulls, StatOperator):
     [1.0, 1.5, 2.0, inf]
     """
 
+    row_wise = True
+
     def __init__(self, add_binary_cols: bool = False) -> None:
         self.add_binary_cols = add_binary_cols
 

@@ -73,6 +73,8 @@ class FillMissing(FillsNulls, Operator):
     ([1, 0, 3], 'int64', [False, True, False])
     """
 
+    row_wise = True
+
     def __init__(self, fill_val: Any = 0, add_binary_cols: bool = False) -> None:
         self.fill_val = fill_val
         self.add_binary_cols = add_binary_cols

@@ -55,6 +55,8 @@ class HashBucket(SchemaFromColumns, Operator):
     {'cardinality': 10, 'dimension': 16}
     """
 
+    row_wise = True
+
     def __init__(self, num_buckets: int | Mapping[str, int]) -> None:
         self.num_buckets = num_buckets
 

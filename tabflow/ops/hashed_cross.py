@@ -64,6 +64,8 @@ class HashedCross(SchemaFromColumns, Operator):
     (['a_X_b', 'a_X_c'], True)
     """
 
+    row_wise = True
+
     def __init__(self, num_buckets: int | Mapping[Any, int]) -> None:
         self.num_buckets = num_buckets
 

@@ -31,6 +31,8 @@ class HexToInt(Operator):
     [1761418852, 31, <NA>, <NA>]
     """
 
+    row_wise = True
+
     def __init__(self) -> None:
         pass
 

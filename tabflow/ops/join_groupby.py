@@ -73,6 +73,8 @@ class JoinGroupby(SchemaFromColumns, StatOperator):
     ['int32', 'float32']
     """
 
+    row_wise = True
+
     def __init__(
         self,
         cont_cols: Any = None,

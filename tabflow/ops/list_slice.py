@@ -56,6 +56,8 @@ class ListSlice(Operator):
     [[1, 2, 3], [5, 0, 0]]
     """
 
+    row_wise = True
+
     def __init__(self, start: int, end: int | None = None, pad: bool = False, pad_value: Any = 0) -> None:
         self.start = start
         self.end = end

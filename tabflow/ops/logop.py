@@ -37,6 +37,8 @@ class LogOp(Operator):
     ([0.0, 2.3026, nan], 'float32')
     """
 
+    row_wise = True
+
     def __init__(self) -> None:
         pass
 

@@ -75,6 +75,8 @@ class Normalize(StatOperator):
     ({'x': 2.0}, {'x': 1.0})
     """
 
+    row_wise = True
+
     def __init__(self, out_dtype: Any = None) -> None:
         self.out_dtype = out_dtype
 

@@ -69,6 +69,8 @@ class NormalizeMinMax(StatOperator):
     [0.5, 0.5, nan]
     """
 
+    row_wise = True
+
     def __init__(self, out_dtype: Any = None) -> None:
         self.out_dtype = out_dtype
 

@@ -51,6 +51,8 @@ class ReduceDtypeSize(StatOperator):
     ['int8', 'int32', 'float32']
     """
 
+    row_wise = True
+
     def __init__(self, float_dtype: str = "float32") -> None:
         self.float_dtype = float_dtype
 

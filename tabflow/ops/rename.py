@@ -42,6 +42,8 @@ class Rename(Operator):
     ['clicks']
     """
 
+    row_wise = True
+
     def __init__(
         self, f: Callable[[str], str] | None = None, postfix: str | None = None, name: str | None = None
     ) -> None:

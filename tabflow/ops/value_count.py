@@ -34,6 +34,8 @@ class ValueCount(StatOperator):
     (1, 3)
     """
 
+    row_wise = True
+
     def __init__(self) -> None:
         pass
 

@@ -164,10 +164,19 @@ def test_arrow_and_parquet(backend, tmp_path):
     dtypes = {"a": "Int64", "s": "string", "l": "list<int32>"}
     frame = backend.from_arrow(table, dtypes)
     assert [backend.canonical_dtype(t) for t in frame.dtypes] == [backend.canonical_dtype(d) for d in dtypes.values()]
-    part = backend.read_parquet_part(str(tmp_path / "t.parquet"), [1], ["a", "s"], dtypes)
+    part = backend.read_parquet_parts([(str(tmp_path / "t.parquet"), [1])], ["a", "s"], dtypes)
     assert _host(backend, part)["a"].tolist() == [3, 4]
-    empty = backend.read_parquet_part(str(tmp_path / "t.parquet"), [], ["a"], dtypes)
+    empty = backend.read_parquet_parts([(str(tmp_path / "t.parquet"), [])], ["a"], dtypes)
     assert len(empty) == 0 and list(empty.columns) == ["a"]
+    # Several files into one frame, in order, though the second stores "a" as int32 and "s"
+    # dictionary-encoded only where asked.
+    narrow = pa.table({"a": pa.array([7, None], pa.int32()), "s": ["y", "w"], "l": pa.array([[5], None], pa.list_(pa.int32()))})
+    pq.write_table(narrow, tmp_path / "u.parquet")
+    parts = [(str(tmp_path / "t.parquet"), [1]), (str(tmp_path / "u.parquet"), None), (str(tmp_path / "t.parquet"), [])]
+    joined = _host(backend, backend.read_parquet_parts(parts, ["a", "s"], dtypes, dictionary_strings=["s"]))
+    assert [None if pd.isna(v) else int(v) for v in joined["a"]] == [3, 4, 7, None]
+    assert [None if pd.isna(v) else str(v) for v in joined["s"]] == [None, "z", "y", "w"]
+    assert backend.canonical_dtype(joined["a"].dtype) == "Int64"
     back = backend.to_arrow(frame)
     assert back.column("a").to_pylist() == [1, None, 3, 4]
     assert dtype_names.arrow_canonical_dtype(pa.int32(), True) == "Int32"

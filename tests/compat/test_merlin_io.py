@@ -125,8 +125,8 @@ def test_parquet_row_groups_per_part(parquet_dir):
 
 
 def test_reader_options_are_used_or_refused(parquet_dir, frame, tmp_path):
-    with pytest.raises(TypeError, match=r"\['aggregate_files'\].*parquet reader does not use.*filters="):
-        nvt.Dataset(str(parquet_dir), aggregate_files=True)
+    with pytest.raises(TypeError, match=r"\['split_row_groups'\].*parquet reader does not use.*aggregate_files="):
+        nvt.Dataset(str(parquet_dir), split_row_groups=True)
     with pytest.raises(TypeError, match=r"\['sep'\].*parquet"):
         nvt.Dataset(str(parquet_dir), sep=";")
     with pytest.raises(TypeError, match=r"\['filters'\].*in-memory DataFrame"):

@@ -52,6 +52,7 @@ from tabflow.io.readers.frame import read_frame
 from tabflow.io.readers.orc import read_orc, read_orc_ddf
 from tabflow.io.readers.parquet import (
     ParquetPartReader,
+    gather_pieces,
     plan_parquet,
     read_parquet,
     read_parquet_ddf,
@@ -78,6 +79,7 @@ __all__ = [
     # format helpers
     "read_parquet_ddf",
     "plan_parquet",
+    "gather_pieces",
     "ParquetPartReader",
     "read_orc_ddf",
     "read_csv_ddf",

@@ -54,8 +54,14 @@ class Source:
         loader reads every epoch this way); ``reader.with_columns(names)`` is the same reader
         for some columns. Only for formats that plan their partitions themselves.
     partition_sources : callable, optional
-        Returns the file each partition comes from, one path per partition
+        Returns the file each partition comes from, one entry per partition: a path, or a
+        tuple of paths for a partition that gathers several files
         (``to_parquet(preserve_files=True)``); called only when needed.
+    partition_bytes : list of float, optional
+        Estimated in-memory bytes of each partition, where the files' metadata tell it.
+    part_size : int, optional
+        The bytes partitions were planned to (with ``partition_bytes``, a dataset can gather
+        small partitions for a computation whose result does not depend on them).
     schema : Schema, optional
         Column tags and properties stored with the data (``_schema.json`` next to the files).
     dtypes : mapping of str to str, optional
@@ -75,7 +81,9 @@ class Source:
     partition_lengths: list[int] | None = None
     dtypes: Mapping[str, str] | None = None
     direct: tuple[Any, list] | None = None
-    partition_sources: Callable[[], list[str]] | None = None
+    partition_sources: Callable[[], list[str | tuple[str, ...]]] | None = None
+    partition_bytes: list[float] | None = None
+    part_size: int | None = None
     schema: Schema | None = None
     paths: tuple[str, ...] = ()
     format: str | None = None

@@ -23,7 +23,7 @@ import functools
 from typing import Any, Mapping, Sequence
 
 from tabflow.backends import get_backend
-from tabflow.backends.kernels import open_parquet
+from tabflow.backends.kernels import concat_tables, open_parquet
 from tabflow.io.fs import file_version, is_remote, open_file
 from tabflow.io.memory import release_freed_memory
 from tabflow.io.readers._shared import (
@@ -36,7 +36,10 @@ from tabflow.io.readers._shared import (
 from tabflow.io.readers._source import ReadOptions, Source
 from tabflow.schema.dtypes import arrow_canonical_dtype
 
-__all__ = ["read_parquet", "read_parquet_ddf", "plan_parquet", "ParquetPartReader", "filter_columns", "hive_partitions"]
+__all__ = [
+    "read_parquet", "read_parquet_ddf", "plan_parquet", "ParquetPartReader", "filter_columns", "hive_partitions",
+    "gather_pieces", "piece_members",
+]
 
 
 def read_parquet(paths: Sequence[str], options: ReadOptions) -> Source:
@@ -46,30 +49,91 @@ def read_parquet(paths: Sequence[str], options: ReadOptions) -> Source:
     such as ``[("a", ">", 50)]`` or ``[[("a", "<", 5)], [("b", "==", "x")]]``: rows that do not
     match are dropped, so the row count is counted on the filtered data), ``columns=`` (read
     only these columns) and ``row_groups_per_part=`` (a fixed number of row groups per
-    partition instead of ``part_size``). Any other option is a ``TypeError``.
+    partition instead of ``part_size``) and ``aggregate_files=`` (merlin's option: ``True``
+    lets a partition gather row groups of several files up to ``part_size``; the name of a
+    hive key, such as ``"day"`` for ``.../day=3/...``, gathers only files with the same value
+    of that key and of the keys above it). Any other option is a ``TypeError``.
     """
     options.require_no_hex("parquet")
-    extra = options.take_extra("parquet", ("filters", "columns", "row_groups_per_part"))
+    extra = options.take_extra("parquet", ("filters", "columns", "row_groups_per_part", "aggregate_files"))
     filters = extra.get("filters") or None
-    ddf, lengths, (reader, pieces) = read_parquet_ddf(
-        paths, options.partition_bytes(), options.backend, options.canonical_dtypes,
+    part_size = options.partition_bytes()
+    ddf, lengths, (reader, pieces), sizes = read_parquet_ddf(
+        paths, part_size, options.backend, options.canonical_dtypes,
         storage_options=options.storage_options, filters=filters, columns=extra.get("columns"),
         row_groups_per_part=extra.get("row_groups_per_part"), hive=hive_partitions(paths),
+        aggregate_files=extra.get("aggregate_files", False),
     )
-    if filters is not None:
-        # The footers count the rows before filtering: counted on demand instead.
-        return Source(
-            ddf, options.backend.name, direct=(reader, pieces), partition_sources=functools.partial(_piece_files, pieces),
-            dtypes=reader.dtypes,
-        )
+    known = {} if filters is not None else {"num_rows": sum(lengths), "partition_lengths": lengths}
+    # With filters the footers count the rows before filtering: counted on demand instead.
     return Source(
-        ddf, options.backend.name, num_rows=sum(lengths), partition_lengths=lengths, direct=(reader, pieces),
-        partition_sources=functools.partial(_piece_files, pieces), dtypes=reader.dtypes,
+        ddf, options.backend.name, direct=(reader, pieces), partition_sources=functools.partial(_piece_files, pieces),
+        dtypes=reader.dtypes, partition_bytes=sizes, part_size=part_size, **known,
     )
 
 
-def _piece_files(pieces: Sequence[tuple]) -> list[str]:
-    return [piece[0] for piece in pieces]
+def _piece_files(pieces: Sequence[tuple]) -> list[str | tuple[str, ...]]:
+    """Each partition's file, or its files (in order) where it gathers several."""
+    files: list[str | tuple[str, ...]] = []
+    for piece in pieces:
+        paths = tuple(dict.fromkeys(member[0] for member in piece_members(piece)))
+        files.append(paths[0] if len(paths) == 1 else paths)
+    return files
+
+
+def piece_members(piece: tuple) -> tuple[tuple, ...]:
+    """The ``(file, row groups, version)`` pieces a partition reads: itself, or those it
+    gathers (:func:`gather_pieces`).
+
+    Examples
+    --------
+    >>> from tabflow.io.readers.parquet import piece_members
+    >>> piece_members(("a.parquet", (0, 1), None))
+    (('a.parquet', (0, 1), None),)
+    >>> piece_members((("a.parquet", (0,), None), ("b.parquet", (0,), None)))[1][0]
+    'b.parquet'
+    """
+    return piece if piece and isinstance(piece[0], tuple) else (piece,)
+
+
+def gather_pieces(
+    pieces: Sequence[tuple], sizes: Sequence[float], limit: float, boundaries: Sequence[Any] | None = None,
+) -> tuple[list[tuple], list[list[int]]]:
+    """Consecutive pieces gathered into partitions of at most ``limit`` (in the units of
+    ``sizes``), in order; a piece that is over ``limit`` alone stays alone, and pieces
+    whose ``boundaries`` differ are never gathered. Returns the gathered pieces (a piece
+    alone is returned as it is, several as a tuple of their members) and, for each, the
+    indices of the pieces it gathers.
+
+    Many small files make many small partitions, and every op pays a cost per partition on
+    top of its cost per row: gathered into partitions of ``part_size``, they pay it once
+    per ``part_size`` of rows.
+
+    Examples
+    --------
+    >>> from tabflow.io.readers.parquet import gather_pieces
+    >>> pieces = [("a", (0,), None), ("b", (0,), None), ("c", (0, 1), None), ("d", (0,), None)]
+    >>> gathered, groups = gather_pieces(pieces, [10, 20, 90, 5], limit=64)
+    >>> groups
+    [[0, 1], [2], [3]]
+    >>> gathered[1] == pieces[2], [m[0] for m in gathered[0]]
+    (True, ['a', 'b'])
+    """
+    groups: list[list[int]] = []
+    total = 0.0
+    for index, size in enumerate(sizes):
+        same_side = boundaries is None or (groups and boundaries[groups[-1][-1]] == boundaries[index])
+        if groups and same_side and total + size <= limit:
+            groups[-1].append(index)
+            total += size
+        else:
+            groups.append([index])
+            total = size
+    gathered = [
+        pieces[group[0]] if len(group) == 1 else tuple(m for i in group for m in piece_members(pieces[i]))
+        for group in groups
+    ]
+    return gathered, groups
 
 
 class ParquetPartReader:
@@ -112,31 +176,45 @@ class ParquetPartReader:
 
     def __call__(self, piece: tuple) -> Any:
         """Partition ``piece``: ``(file, row groups, version)``, the version being the file's
-        :func:`~tabflow.io.fs.file_version` when the dataset was planned (or None). The file
-        must still be that one before and after it is read, so a dataset replaced while it is
-        read fails with :class:`DatasetChangedError` instead of mixing two versions."""
-        path, row_groups = piece[0], piece[1]
-        pinned = piece[2] if len(piece) > 2 else None
+        :func:`~tabflow.io.fs.file_version` when the dataset was planned (or None), or a
+        tuple of such pieces read one after another into one frame (:func:`gather_pieces`).
+        Each file must still be that one before and after it is read, so a dataset replaced
+        while it is read fails with :class:`DatasetChangedError` instead of mixing two
+        versions."""
+        members = piece_members(piece)
         backend = get_backend(self.engine)
         release_freed_memory()  # what the previous partition freed, before this one is read
-        check_unchanged(path, pinned, self.storage_options)
+        for member in members:
+            check_unchanged(member[0], _pinned(member), self.storage_options)
         try:
-            frame = self._read(backend, path, list(row_groups))
+            frame = self._read(backend, members)
         except (DatasetReadError, MemoryError, ImportError):  # an engine that cannot load is not a bad file
             raise
         except Exception as err:  # noqa: BLE001 - pyarrow and cuDF raise many types for bad files
-            check_unchanged(path, pinned, self.storage_options)  # a file replaced meanwhile is not a bad file
-            raise read_error("parquet", path, err, self._failing_row_group(backend, path, row_groups)) from err
-        check_unchanged(path, pinned, self.storage_options)
+            for member in members:  # a file replaced meanwhile is not a bad file
+                check_unchanged(member[0], _pinned(member), self.storage_options)
+            failing = self._failing_part(backend, members)
+            if failing is None:  # each file reads alone: joining them failed, not a file
+                raise
+            raise read_error("parquet", failing[0], err, failing[1]) from err
+        for member in members:
+            check_unchanged(member[0], _pinned(member), self.storage_options)
         return frame
 
-    def _read(self, backend: Any, path: str, row_groups: list[int]) -> Any:
-        if self.filters is None and self.hive is None and not is_remote(path):
-            return backend.read_parquet_part(path, row_groups, self.columns, self.dtypes, self.dictionary_strings)
+    def _read(self, backend: Any, members: Sequence[tuple]) -> Any:
+        parts = [(member[0], list(member[1])) for member in members]
+        if self.filters is None and self.hive is None and not any(is_remote(path) for path, _ in parts):
+            return backend.read_parquet_parts(parts, self.columns, self.dtypes, self.dictionary_strings)
+        names = self.columns or list(self.dtypes)
+        tables = [self._read_table(path, row_groups, names) for path, row_groups in parts]
+        table = tables[0] if len(tables) == 1 else concat_tables(tables)
+        return backend.from_arrow(table, {n: self.dtypes[n] for n in names}, self.dictionary_strings)
+
+    def _read_table(self, path: str, row_groups: list[int], names: list[str]) -> Any:
+        """Some row groups of one file through pyarrow: hive keys added, filters applied."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        names = self.columns or list(self.dtypes)
         keys = (self.hive or {}).get(path, {})
         wanted = names + [c for c in filter_columns(self.filters) if c not in names]
         with open_file(path, self.storage_options) as handle, open_parquet(handle, self.dictionary_strings) as parquet_file:
@@ -148,18 +226,35 @@ class ParquetPartReader:
                 table = table.append_column(key, pa.array([value] * table.num_rows, arrow_type))
         if self.filters is not None:
             table = table.filter(pq.filters_to_expression(self.filters))
-        return backend.from_arrow(table.select(names), {n: self.dtypes[n] for n in names}, self.dictionary_strings)
+        return table.select(names)
 
-    def _failing_row_group(self, backend: Any, path: str, row_groups: Sequence[int]) -> int | None:
-        """The first of ``row_groups`` that fails on its own (read again only after a failure)."""
+    def _failing_part(self, backend: Any, members: Sequence[tuple]) -> tuple[str, int | None] | None:
+        """The file and row group that fail on their own (read again only after a failure):
+        the first of ``members`` that fails alone, and the first of its row groups that does
+        (None: several files that each read alone)."""
+        failing = members[0]
+        if len(members) > 1:
+            for member in members:
+                try:
+                    self._read(backend, [member])
+                except Exception:  # noqa: BLE001
+                    failing = member
+                    break
+            else:
+                return None
+        path, row_groups = failing[0], list(failing[1])
         if len(row_groups) <= 1:
-            return row_groups[0] if row_groups else None
+            return path, row_groups[0] if row_groups else None
         for row_group in row_groups:
             try:
-                self._read(backend, path, [row_group])
+                self._read(backend, [(path, (row_group,))])
             except Exception:  # noqa: BLE001
-                return row_group
-        return None
+                return path, row_group
+        return path, None
+
+
+def _pinned(member: tuple) -> Any:
+    return member[2] if len(member) > 2 else None
 
 
 def hive_partitions(paths: Sequence[str]) -> dict[str, dict[str, Any]] | None:
@@ -253,8 +348,9 @@ def _check_filters(filters: Any, columns: Sequence[str]) -> None:
 def plan_parquet(
     files: Sequence[str], part_size: int, backend: Any, fixed: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None, row_groups_per_part: int | None = None,
-) -> tuple[list, dict[str, str], list[int]]:
-    """Partitions (file, row groups, file version), the dataset-wide dtypes and each partition's row count.
+) -> tuple[list, dict[str, str], list[int], list[float]]:
+    """Partitions (file, row groups, file version), the dataset-wide dtypes, and each
+    partition's row count and estimated in-memory bytes.
 
     Only footers are read (plus a small sample of one row group when string columns make
     the in-memory size unknown). ``fixed`` names columns whose dtype the caller sets: files
@@ -267,6 +363,7 @@ def plan_parquet(
 
     pieces: list[tuple[str, tuple[int, ...], tuple | None]] = []
     piece_rows: list[int] = []
+    piece_bytes: list[float] = []
     reference = None
     null_counts: dict[str, int] = {}
     plan = TypePlan("parquet", fixed)
@@ -327,6 +424,7 @@ def plan_parquet(
             if group and full:
                 pieces.append((path, tuple(group), version))
                 piece_rows.append(group_rows)
+                piece_bytes.append(group_bytes)
                 group, group_bytes, group_rows = [], 0.0, 0
             group.append(rg)
             group_bytes += row_group_bytes
@@ -334,8 +432,9 @@ def plan_parquet(
         if group or metadata.num_row_groups == 0:
             pieces.append((path, tuple(group), version))
             piece_rows.append(group_rows)
+            piece_bytes.append(group_bytes)
     dtypes = {name: arrow_canonical_dtype(plan.types[name], null_counts[name] > 0) for name in reference or []}
-    return pieces, dtypes, piece_rows
+    return pieces, dtypes, piece_rows, piece_bytes
 
 
 _EXPANSION_SAMPLE_ROWS = 8192
@@ -417,18 +516,35 @@ def read_parquet_ddf(
     files: Sequence[str], part_size: int, backend: Any, dtypes: Mapping[str, str] | None = None,
     storage_options: Mapping[str, Any] | None = None, filters: Any = None, columns: Sequence[str] | None = None,
     row_groups_per_part: int | None = None, hive: Mapping[str, Mapping[str, Any]] | None = None,
+    aggregate_files: bool | str = False,
 ):
-    """A dask DataFrame over the files, the rows of each partition, and ``(reader, pieces)``:
-    calling ``reader(pieces[i])`` reads partition ``i`` without going through dask."""
+    """A dask DataFrame over the files, the rows of each partition, ``(reader, pieces)`` and
+    each partition's estimated in-memory bytes: calling ``reader(pieces[i])`` reads partition
+    ``i`` without going through dask. ``aggregate_files`` lets a partition gather several
+    files (see :func:`read_parquet`)."""
     if row_groups_per_part is not None and (
         isinstance(row_groups_per_part, bool) or not isinstance(row_groups_per_part, int) or row_groups_per_part < 1
     ):
         raise ValueError(f"row_groups_per_part must be a positive int, got {row_groups_per_part!r}")
-    pieces, planned, piece_rows = plan_parquet(
+    hive = hive or {}
+    if filters is not None and hive:
+        # Files whose directories' keys no filter admits are not read at all.
+        kept = [path for path in files if _keys_may_match(hive[path], filters)]
+        files = kept or list(files[:1])  # one file keeps the columns (its rows are filtered out)
+    boundaries = _aggregation_boundaries(files, aggregate_files, hive)
+    pieces, planned, piece_rows, piece_bytes = plan_parquet(
         files, part_size, backend, fixed=list(dtypes or {}), storage_options=storage_options,
         row_groups_per_part=row_groups_per_part,
     )
-    hive = hive or {}
+    if boundaries is not None:
+        if row_groups_per_part:  # gathered by their number of row groups, as planned
+            sizes, limit = [float(len(p[1])) for p in pieces], float(row_groups_per_part)
+        else:
+            sizes, limit = piece_bytes, float(part_size)
+        file_keys = dict(zip(files, boundaries))
+        pieces, groups = gather_pieces(pieces, sizes, limit, [file_keys[p[0]] for p in pieces])
+        piece_rows = [sum(piece_rows[i] for i in group) for group in groups]
+        piece_bytes = [sum(piece_bytes[i] for i in group) for group in groups]
     for key in next(iter(hive.values())) if hive else ():
         if key not in planned:
             # Key columns of a hive layout come after the stored ones (as dask adds them).
@@ -453,4 +569,72 @@ def read_parquet_ddf(
         backend.name, planned, columns=list(planned), storage_options=storage_options, filters=filters, hive=hive
     )
     ddf = backend.from_map_ddf(reader, pieces, backend.empty_frame(planned), "tabflow-read-parquet")
-    return ddf, piece_rows, (reader, pieces)
+    return ddf, piece_rows, (reader, pieces), piece_bytes
+
+
+_KEY_TESTS = {
+    "=": lambda v, x: v == x, "==": lambda v, x: v == x, "!=": lambda v, x: v != x,
+    "<": lambda v, x: v < x, "<=": lambda v, x: v <= x, ">": lambda v, x: v > x, ">=": lambda v, x: v >= x,
+    "in": lambda v, x: v in x, "not in": lambda v, x: v not in x,
+}
+
+
+def _keys_may_match(keys: Mapping[str, Any], filters: Any) -> bool:
+    """Whether a file whose hive keys are ``keys`` may hold rows that ``filters`` (DNF)
+    admit: False only when every conjunction has a term on a key that the key's value fails
+    (a null key fails every comparison, as in pyarrow). Terms on other columns, or that do
+    not compare, may match.
+
+    Examples
+    --------
+    >>> from tabflow.io.readers.parquet import _keys_may_match
+    >>> _keys_may_match({"day": 3}, [("day", "==", 2)]), _keys_may_match({"day": 3}, [[("day", "<", 2)], [("x", ">", 0)]])
+    (False, True)
+    """
+    groups = filters if isinstance(filters[0], (list, tuple)) and filters[0] and isinstance(filters[0][0], (list, tuple)) else [filters]
+    for group in groups:
+        admitted = True
+        for term in group:
+            if not (isinstance(term, (list, tuple)) and len(term) == 3 and term[0] in keys and term[1] in _KEY_TESTS):
+                continue
+            value, operand = keys[term[0]], term[2]
+            operands = list(operand) if term[1] in ("in", "not in") and isinstance(operand, (list, tuple, set, frozenset)) else [operand]
+            if value is not None and not all(_same_kind(value, o) for o in operands):
+                continue  # a key compared with a value of another type: left to the reader
+            admitted = value is not None and bool(_KEY_TESTS[term[1]](value, operand))
+            if not admitted:
+                break
+        if admitted:
+            return True
+    return False
+
+
+def _same_kind(value: Any, other: Any) -> bool:
+    number = (int, float)
+    if isinstance(value, bool) or isinstance(other, bool):
+        return False
+    return (isinstance(value, number) and isinstance(other, number)) or (isinstance(value, str) and isinstance(other, str))
+
+
+def _aggregation_boundaries(
+    files: Sequence[str], aggregate_files: Any, hive: Mapping[str, Mapping[str, Any]],
+) -> list[Any] | None:
+    """What a partition's files must share under ``aggregate_files``: None (no gathering),
+    one value for every file (``True``), or each file's hive keys down to the named one."""
+    if aggregate_files is None or aggregate_files is False:
+        return None
+    if aggregate_files is True:
+        return [None] * len(files)
+    keys = list(next(iter(hive.values()))) if hive else []
+    if not isinstance(aggregate_files, str):
+        raise TypeError(
+            f"aggregate_files must be True, False or the name of a hive partitioning key, got {aggregate_files!r}"
+        )
+    if aggregate_files not in keys:
+        found = f"the files' hive keys are {keys}" if keys else "the files are not laid out as key=value directories"
+        raise ValueError(
+            f"aggregate_files={aggregate_files!r} names no hive partitioning key ({found}); pass one of the keys, "
+            "or True to gather any files"
+        )
+    depth = keys.index(aggregate_files) + 1
+    return [tuple(hive[path][key] for key in keys[:depth]) for path in files]

@@ -73,6 +73,17 @@ def test_aggregate_files_gathers_files_up_to_part_size(small_files):
     pd.testing.assert_frame_equal(pd.concat(list(sized.to_iter()), ignore_index=True), expected, check_dtype=False)
 
 
+def test_aggregate_files_with_row_groups_per_part(small_files):
+    directory, expected = small_files
+    # File 13 has 4 row groups (of at most 8 rows), the empty file none, the others one each:
+    # partitions gather consecutive files up to 4 row groups, file 13's four stay together.
+    by_count = nvt.Dataset(str(directory), aggregate_files=True, row_groups_per_part=4)
+    groups = [len(piece[1]) if isinstance(piece[0], str) else sum(len(m[1]) for m in piece) for piece in by_count._direct[1]]
+    assert groups == [4, 4, 4, 1, 4, 4, 4, 2]
+    assert sum(by_count.partition_lengths()) == len(expected)
+    pd.testing.assert_frame_equal(by_count.compute(), expected, check_dtype=False)
+
+
 def test_aggregate_files_by_hive_key(tmp_path):
     # merlin's test: one partition per day, also with filters.
     rows = pd.DataFrame({"day": np.repeat([1, 2, 3], 40), "v": np.arange(120)})

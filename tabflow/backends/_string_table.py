@@ -994,8 +994,26 @@ def byte_order(data: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
     [3, 1, 2, 0]
     """
     data, offsets, _ = _buffers(data, offsets, np.zeros(0, np.bool_))
-    ordered = _sort_by_prefix(data, offsets, None, True)
+    keys = _prefix_keys(data, offsets)
+    if _long_ties_likely(keys):
+        return None
+    ordered = _sort_by_prefix(data, offsets, None, True, keys)
     return None if ordered is None else ordered[0]
+
+
+def _long_ties_likely(keys: np.ndarray) -> bool:
+    # Whether, in an evenly spread sample, some prefix key is shared by so many strings that
+    # the whole set holds a run of equal keys far longer than _SHORT_RUN (URLs, user agents
+    # and other strings sharing their first eight bytes): the prefix sort would be given up
+    # there, after sorting every key for nothing.
+    step = len(keys) // _SAMPLE
+    if step < 2:
+        return False
+    _, repeats = np.unique(keys[::step], return_counts=True)
+    # A key seen eight times in the sample stands for a run of about 8 * step strings; runs
+    # near _SHORT_RUN show up a few times at most, by chance.
+    most = int(repeats.max())
+    return most >= 8 and most * step > 16 * _SHORT_RUN
 
 
 def sorted_counts(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

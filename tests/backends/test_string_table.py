@@ -578,3 +578,20 @@ def test_key_counts_are_uint32_until_a_sum_could_pass_it():
     # Three runs: the total of two stays below 2**32, the third takes it past.
     three = merge_key_counts([(keys[:1], np.array([2**31], np.uint32))] * 3)
     assert three[1].tolist() == [3 * 2**31] and three[1].dtype == np.int64
+
+
+def test_byte_order_foresees_long_runs_from_a_sample():
+    from tabflow.backends._string_table import _SHORT_RUN, byte_order
+    from tabflow.backends.pandas_backend import _arrow_string_buffers
+
+    rng = np.random.default_rng(3)
+    # 120,000 distinct strings in runs of 30 sharing their first eight bytes: settled by the
+    # prefix sort (runs no longer than _SHORT_RUN), which the sample must not talk it out of.
+    short_runs = [f"{group:08d}{rest:02d}" for group in range(4_000) for rest in range(30)]
+    short_runs = [short_runs[i] for i in rng.permutation(len(short_runs))]
+    assert 30 <= _SHORT_RUN
+    order = byte_order(*_arrow_string_buffers(pa.array(short_runs))[:2])
+    assert order is not None and [short_runs[i] for i in order] == sorted(short_runs)
+    # URLs sharing "https://": declined from the sample, before any key is sorted.
+    urls = [f"https://shop.example.com/item/{i:08x}" for i in rng.permutation(120_000)]
+    assert byte_order(*_arrow_string_buffers(pa.array(urls))[:2]) is None

@@ -396,22 +396,28 @@ def _write_side_by_side(
 
         def compute_and_write_group(k: int) -> int:
             members = gathered.groups[k]
+            done = 0  # members written
             try:
                 table = prepare(joined[k].compute(scheduler=dask.local.get_sync))
-            except BaseException:
+                if table.num_rows != sum(gathered.lengths[index] for index in members):
+                    # Not one row out per row in (an op declared row-wise that is not): each
+                    # partition is computed on its own after all.
+                    for index in members:
+                        done += compute_and_write(index)
+                    return done
+                start = 0
                 for index in members:
+                    piece = table.slice(start, gathered.lengths[index])
+                    start += gathered.lengths[index]
+                    turns.write(file_of(index), index, functools.partial(outputs[file_of(index)].write, piece) if piece.num_rows else None)
+                    done += 1
+                return done
+            except BaseException:
+                # Every member not written fails its file: a partition of a later group
+                # waiting for its turn in one of them gives up instead of waiting forever.
+                for index in members[done:]:
                     turns.fail(file_of(index))
                 raise
-            if table.num_rows != sum(gathered.lengths[index] for index in members):
-                # Not one row out per row in (an op declared row-wise that is not): each
-                # partition is computed on its own after all.
-                return sum(compute_and_write(index) for index in members)
-            start = 0
-            for index in members:
-                piece = table.slice(start, gathered.lengths[index])
-                start += gathered.lengths[index]
-                turns.write(file_of(index), index, functools.partial(outputs[file_of(index)].write, piece) if piece.num_rows else None)
-            return len(members)
 
         calls = [functools.partial(compute_and_write_group, k) for k in range(len(joined))]
     results = iter_calls(calls, prefetch=_prefetch() + 1)

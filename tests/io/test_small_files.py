@@ -225,3 +225,28 @@ def test_gathered_transform_writes_the_files_a_partition_at_a_time_transform_wri
     assert files == [os.path.basename(f) for f in apart.to_parquet(str(tmp_path / "apart"), **layout)]
     for name in files:
         assert (tmp_path / "gathered" / name).read_bytes() == (tmp_path / "apart" / name).read_bytes()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("layout", [{}, {"output_files": 5}])
+def test_a_gathered_partition_that_fails_fails_the_write_and_leaves_nothing(small_files, tmp_path, layout):
+    # Several gathered partitions (a small part_size), output files shared by partitions of
+    # different gathered partitions (output_files=5): the error comes out, no thread is left
+    # waiting for a file's turn, and the output directory is not created.
+    directory, _ = small_files
+    bad = set(pq.read_table(directory / "part_13.parquet").column("x").to_pylist())
+
+    class FailsOnAFile(ops.Operator):
+        row_wise = True
+
+        def transform(self, col_selector, df):
+            if df["x"].isin(bad).any():
+                raise ValueError("a row of part_13")
+            return df[col_selector.names]
+
+    dataset = nvt.Dataset(str(directory), part_size="6KB")
+    transformed = nvt.Workflow(["x"] >> FailsOnAFile()).fit(dataset).transform(dataset)
+    assert transformed._gathered is not None and len(transformed._gathered.groups) > 2
+    with pytest.raises(ValueError, match="a row of part_13"):
+        transformed.to_parquet(str(tmp_path / "out"), **layout)
+    assert not (tmp_path / "out").exists()

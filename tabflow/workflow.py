@@ -340,10 +340,7 @@ class Workflow:
         columns = input_schema.column_names if input_schema is not None else None
         read = functools.partial(dataset.to_ddf, columns, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True)
         ddf = read()
-        # Statistics computed by row-wise ops alone do not depend on where partitions end:
-        # small partitions (many small files) are then read together, paying each op's cost
-        # per partition once per ``part_size`` of rows.
-        gathered = read(coalesce=True)
+        gathered = None  # the small partitions read together, made for the first pass that can
         verb = "update" if update else "fit"
         logger.info("%s: %d statistics op(s) over %d partition(s)", verb, len(stat_nodes), ddf.npartitions)
         remaining = list(stat_nodes)
@@ -355,7 +352,12 @@ class Workflow:
             modern = [n for n in ready if _frame_fitter(n.op) is None]
             if modern:
                 passes += 1
-                data = gathered if _row_wise(modern) else ddf
+                data = ddf
+                if _row_wise(modern):
+                    # Statistics computed by row-wise ops alone do not depend on where
+                    # partitions end: small partitions (many small files) are read together,
+                    # paying each op's cost per partition once per ``part_size`` of rows.
+                    gathered = data = read(coalesce=True) if gathered is None else gathered
                 counted = self._fit_pass(data, modern, passes, progress, input_schema, keep_state, count_rows=rows is None)
                 rows = counted if rows is None else rows
             for node in ready:
@@ -518,9 +520,10 @@ class Workflow:
         input_schema, output_schema = self._require_schema()
         meta = get_backend(dataset.engine).empty_frame(output_schema.dtypes)
         # Only the columns the graph reads travel through the transform.
-        ddf = dataset.to_ddf(
-            input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True,
+        read = functools.partial(
+            dataset.to_ddf, input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True,
         )
+        ddf = read()
         runner = GraphRunner([self.output_node], input_schema)
         out = Dataset(map_graph(ddf, runner, meta), schema=output_schema, cpu=dataset.engine == "pandas", client=dataset.client or self.client)
         # The transform keeps partitions one to one, so each still comes from the same file.
@@ -529,11 +532,7 @@ class Workflow:
         if gathering is not None and dataset._partition_lengths is not None and _row_wise([self.output_node]):
             # Row-wise ops give the same rows over gathered partitions: written in order,
             # many small files are transformed a part_size at a time (see Operator.row_wise).
-            together = dataset.to_ddf(
-                input_schema.column_names, dictionary_strings=dictionary_string_inputs(self.nodes), arrow_lists=True,
-                coalesce=True,
-            )
-            out._gathered = Gathered(map_graph(together, runner, meta), gathering[1], list(dataset._partition_lengths))
+            out._gathered = Gathered(map_graph(read(coalesce=True), runner, meta), gathering[1], list(dataset._partition_lengths))
         out._progress = progress
         logger.info(
             "transform: %d partition(s), %d column(s) in, %d out; computed when the result is written or computed",

@@ -1044,6 +1044,17 @@ class PandasBackend:
 
         String columns named in ``dictionary_strings`` stay dictionary-encoded, as the file
         stores them (see :meth:`from_arrow`).
+
+        Examples
+        --------
+        >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+        >>> from tabflow.backends import get_backend
+        >>> d = tempfile.mkdtemp()
+        >>> pq.write_table(pa.table({"n": pa.array([1, 2], pa.int32())}), os.path.join(d, "a.parquet"), row_group_size=1)
+        >>> pq.write_table(pa.table({"n": pa.array([3], pa.int64())}), os.path.join(d, "b.parquet"))
+        >>> parts = [(os.path.join(d, "a.parquet"), [1]), (os.path.join(d, "b.parquet"), None)]
+        >>> get_backend("pandas").read_parquet_parts(parts, ["n"], {"n": "int64"})["n"].tolist()
+        [2, 3]
         """
         tables = []
         for path, row_groups in parts:

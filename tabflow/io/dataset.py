@@ -349,6 +349,13 @@ class Dataset:
         [array([1, 2]), array([3]), array([], dtype=int64)]
         >>> lists.to_ddf(arrow_lists=True).dtypes["g"]
         list<item: int64>[pyarrow]
+        >>> import os, tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> for i in range(3):
+        ...     pd.DataFrame({"a": [i, i]}).to_parquet(os.path.join(d, f"part_{i}.parquet"))
+        >>> small = nvt.Dataset(d)
+        >>> small.npartitions, small.to_ddf(coalesce=True).npartitions, small.to_ddf(coalesce=True).compute()["a"].tolist()
+        (3, 1, [0, 0, 1, 1, 2, 2])
         """
         ddf = self._ddf
         if columns:

@@ -45,7 +45,7 @@ from tabflow.io.readers._schema_files import schema_formats
 from tabflow.io.shuffle import Shuffle
 from tabflow.schema import SCHEMA_FILENAME, Schema
 
-__all__ = ["write_parquet", "write_hugectr", "portable_schema", "Gathered", "METADATA_FILENAME", "HIVE_NULL"]
+__all__ = ["write_parquet", "write_hugectr", "portable_schema", "METADATA_FILENAME", "HIVE_NULL"]
 
 logger = logging.getLogger(__name__)
 

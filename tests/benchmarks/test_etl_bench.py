@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 
 import pytest
 
-_SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "benchmarks", "etl.py")
-
 
 @pytest.fixture(scope="module")
-def etl():
-    spec = importlib.util.spec_from_file_location("tabflow_benchmark_etl", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    # Registered while it runs, as an imported module is (its dataclasses look it up).
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules[spec.name]
+def etl(load_benchmark):
+    return load_benchmark("etl")
 
 
 def test_benchmark_prints_throughput_memory_and_ratio(etl, tmp_path, capsys):

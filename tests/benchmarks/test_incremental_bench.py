@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
-
-_SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "benchmarks", "incremental.py")
 
 
 @pytest.fixture(scope="module")
-def incremental():
-    spec = importlib.util.spec_from_file_location("tabflow_benchmark_incremental", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def incremental(load_benchmark):
+    return load_benchmark("incremental")
 
 
 def test_benchmark_prints_each_day_the_ratio_and_the_growth(incremental, tmp_path, capsys):

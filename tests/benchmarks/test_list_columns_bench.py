@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 
-_SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "benchmarks", "list_columns.py")
-
-
-def test_benchmark_prints_each_path_and_the_ratio(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("tabflow_benchmark_list_columns", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_benchmark_prints_each_path_and_the_ratio(load_benchmark, tmp_path, capsys):
+    module = load_benchmark("list_columns")
     assert module.main(["--rows", "2000", "--repeat", "1", "--workdir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("2,000 rows,")

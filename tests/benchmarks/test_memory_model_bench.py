@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pandas as pd
 import pytest
 
-_SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "benchmarks", "memory_model.py")
-
 
 @pytest.fixture(scope="module")
-def memory_model():
-    spec = importlib.util.spec_from_file_location("tabflow_benchmark_memory_model", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def memory_model(load_benchmark):
+    return load_benchmark("memory_model")
 
 
 def test_one_shape_measured_in_process(memory_model, tmp_path):

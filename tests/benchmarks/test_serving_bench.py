@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 
 import pytest
 
-_SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "benchmarks", "serving.py")
-
 
 @pytest.fixture(scope="module")
-def serving():
-    spec = importlib.util.spec_from_file_location("tabflow_benchmark_serving", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def serving(load_benchmark):
+    return load_benchmark("serving")
 
 
 def test_benchmark_prints_percentiles_and_ratios(serving, tmp_path, capsys):

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 
 import pytest
 
-_SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "benchmarks", "text_ingest.py")
-
 
 @pytest.fixture(scope="module")
-def text_ingest():
-    spec = importlib.util.spec_from_file_location("tabflow_benchmark_text_ingest", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def text_ingest(load_benchmark):
+    return load_benchmark("text_ingest")
 
 
 def test_benchmark_prints_rates_memory_and_ratios(text_ingest, tmp_path, capsys):

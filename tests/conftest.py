@@ -130,3 +130,28 @@ def to_engine(backend):
 @pytest.fixture
 def rng():
     return np.random.default_rng(42)
+
+
+@pytest.fixture(scope="session")
+def load_benchmark():
+    """``load_benchmark("etl")`` runs ``benchmarks/etl.py`` as a module and returns it (the
+    benchmark scripts are files, not a package). The module stays registered in
+    ``sys.modules`` for the session, as an imported module is (dataclasses look it up)."""
+    import importlib.util
+    import sys
+
+    directory = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks")
+    loaded: list[str] = []
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(f"tabflow_benchmark_{name}", os.path.join(directory, f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        loaded.append(spec.name)
+        spec.loader.exec_module(module)
+        return module
+
+    yield load
+    for name in loaded:
+        sys.modules.pop(name, None)

@@ -385,7 +385,7 @@ def _write_side_by_side(
             # distributed to look for a client first.
             table = prepare(parts[index].compute(scheduler=dask.local.get_sync))
         except BaseException:
-            turns.fail(file)
+            turns.fail(file, index)
             raise
         turns.write(file, index, (lambda: outputs[file].write(table)) if table.num_rows else None)
         return 1
@@ -413,10 +413,10 @@ def _write_side_by_side(
                     done += 1
                 return done
             except BaseException:
-                # Every member not written fails its file: a partition of a later group
-                # waiting for its turn in one of them gives up instead of waiting forever.
+                # Every member not written fails its file from its place on: a partition of
+                # a later group waiting for its turn there gives up instead of waiting forever.
                 for index in members[done:]:
-                    turns.fail(file_of(index))
+                    turns.fail(file_of(index), index)
                 raise
 
         calls = [functools.partial(compute_and_write_group, k) for k in range(len(joined))]
@@ -449,38 +449,48 @@ class _FileTurns:
     """Writes into files in a given order of partitions, from any thread: a partition's write
     waits until the file's earlier partitions are written.
 
-    A partition that fails fails its file: the file's later partitions stop waiting and are
-    abandoned. Partitions of other files go on, and those before it in its file are written,
-    so the first error in partition order is the failed partition's own.
+    A partition that fails fails its file from its place on: the file's later partitions
+    stop waiting and are abandoned. Partitions of other files go on, and those before it in
+    its file are written (a failure can be known before an earlier partition's turn comes,
+    when a gathered partition fails), so the first error in partition order is the failed
+    partition's own.
     """
 
     def __init__(self, files: Sequence[int], indices: Sequence[int]) -> None:
         self._queues: dict[int, collections.deque] = {}
+        self._place: dict[int, int] = {}  # partition -> its place in its file's order
         for file, index in zip(files, indices):
-            self._queues.setdefault(file, collections.deque()).append(index)
-        self._failed: set[int] = set()
+            queue = self._queues.setdefault(file, collections.deque())
+            self._place[index] = len(queue)
+            queue.append(index)
+        self._failed_from: dict[int, int] = {}  # file -> the place of its first failed partition
         self._changed = threading.Condition()
+
+    def _abandoned(self, file: int, index: int) -> bool:
+        return self._failed_from.get(file, len(self._place) + 1) <= self._place[index]
 
     def write(self, file: int, index: int, action: Any) -> None:
         """Run ``action`` (None: nothing to write) when it is partition ``index``'s turn in ``file``."""
         queue = self._queues[file]
         with self._changed:
-            self._changed.wait_for(lambda: file in self._failed or queue[0] == index)
-            if file in self._failed:
+            self._changed.wait_for(lambda: self._abandoned(file, index) or queue[0] == index)
+            if self._abandoned(file, index):
                 raise _Abandoned(f"partition {index} was not written: an earlier partition of its file failed")
         try:
             if action is not None:
                 action()  # alone in the file: its next partition waits for the popleft below
         except BaseException:
-            self.fail(file)
+            self.fail(file, index)
             raise
         with self._changed:
             queue.popleft()
             self._changed.notify_all()
 
-    def fail(self, file: int) -> None:
+    def fail(self, file: int, index: int) -> None:
+        """Partition ``index`` of ``file`` will not be written: nor will the file's later ones."""
         with self._changed:
-            self._failed.add(file)
+            place = self._place[index]
+            self._failed_from[file] = min(place, self._failed_from.get(file, place))
             self._changed.notify_all()
 
 

@@ -250,3 +250,35 @@ def test_a_gathered_partition_that_fails_fails_the_write_and_leaves_nothing(smal
     with pytest.raises(ValueError, match="a row of part_13"):
         transformed.to_parquet(str(tmp_path / "out"), **layout)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_failure_known_early_abandons_only_the_later_partitions_of_its_file():
+    # A gathered partition (12, 13) fails before partition 10, earlier in the same file, has
+    # had its turn: 10 is still written once 8 is, so the first error in partition order is
+    # the failure itself, not an abandoned partition; 13 and the file's later 15 give up.
+    import threading
+
+    from tabflow.io.writer import _Abandoned, _FileTurns
+
+    turns = _FileTurns([2, 2, 2, 2], [8, 10, 13, 15])
+    written, outcome = [], {}
+
+    def write(index):
+        try:
+            turns.write(2, index, lambda: written.append(index))
+            outcome[index] = "written"
+        except _Abandoned:
+            outcome[index] = "abandoned"
+
+    waiting = [threading.Thread(target=write, args=(index,), daemon=True) for index in (10, 15)]
+    for thread in waiting:
+        thread.start()
+    turns.fail(2, 13)
+    waiting[1].join(timeout=30)
+    assert outcome == {15: "abandoned"}  # 10 still waits for its turn
+    write(8)
+    waiting[0].join(timeout=30)
+    assert outcome == {8: "written", 10: "written", 15: "abandoned"} and written == [8, 10]
+    write(13)
+    assert outcome[13] == "abandoned"

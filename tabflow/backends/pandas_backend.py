@@ -185,7 +185,7 @@ class IntegerLookup(_KeysBesideTable):
     """Vocabulary lookup table of integer keys (any integer dtype, nulls left out): their
     :func:`~tabflow.backends._string_table.integer_keys` held sorted
     (:class:`~tabflow.backends._string_table.SortedKeys`), looked up by a walk of the
-    sorted keys of each column asked about; keys that are not integers (or unsigned ones past
+    sorted keys of each column asked about (or, in a table of few keys, by hashing); keys that are not integers (or unsigned ones past
     int64) are looked up in a :class:`pandas.Index` of the keys.
 
     Keys of a NumPy integer dtype on a default index are not kept beside the table: each is
@@ -712,7 +712,7 @@ class PandasBackend:
             series = self.list_values_series(series)
         integers = _integer_keys(series)
         if integers is not None:
-            # Integers are counted by sorting their keys: ascending, as the merges want them.
+            # Integers are counted as keys (hashed or sorted), ascending as the merges want them.
             from tabflow.backends._string_table import count_keys, integer_values
 
             keys, present = integers

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from tabflow.backends import get_backend
-from tabflow.backends._string_table import integer_keys, integer_values
+from tabflow.backends import _string_table as string_table
+from tabflow.backends._string_table import count_keys, integer_keys, integer_values
 from tabflow.backends.pandas_backend import IntegerLookup
 
 PANDAS = get_backend("pandas")
@@ -46,6 +47,42 @@ def test_counts_equal_pandas_value_counts_in_ascending_order(dtype, n, distinct)
     assert ours.index.tolist() == reference.index.tolist() and ours.tolist() == reference.tolist()
 
 
+@pytest.mark.parametrize("shape", ["few", "skewed", "strided", "one run each", "sorted", "mostly distinct"])
+def test_keys_counted_by_hashing_or_sorting_equal_numpy_unique(shape):
+    # Few distinct keys (a quarter of the keys or fewer, foreseen by linear counting) are
+    # counted in a hash table that starts from the estimate and doubles when half full;
+    # more are sorted. Keys alike in their lower bits (ids stepping by 2**32) and the
+    # extremes of uint64 must not share slots or be taken for empty ones.
+    rng = np.random.default_rng(11)
+    n = 200_000
+    keys = {
+        "few": rng.integers(0, 9, n).astype(np.uint64),
+        "skewed": rng.zipf(1.2, n).astype(np.uint64),  # heavy hitters and a long tail
+        "strided": rng.integers(0, 4_000, n).astype(np.uint64) << np.uint64(32),
+        "one run each": np.repeat(rng.permutation(20_000).astype(np.uint64), n // 20_000),
+        "sorted": np.sort(rng.integers(0, 30_000, n).astype(np.uint64)),
+        "mostly distinct": rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True),
+    }[shape]
+    keys[:3] = [0, 2**64 - 1, 0]
+    distinct, counts = count_keys(keys)
+    expected, expected_counts = np.unique(keys, return_counts=True)
+    np.testing.assert_array_equal(distinct, expected)
+    np.testing.assert_array_equal(counts, expected_counts)
+    assert distinct.dtype == np.uint64 and counts.dtype == np.int64
+    estimate = string_table._distinct_estimate(keys, 1 << max(6, (n // 4).bit_length()))
+    assert abs(estimate - len(expected)) <= 0.05 * len(expected) + 2 or (estimate == n and len(expected) > n / 2)
+
+
+def test_a_table_that_outgrows_its_first_size_doubles_and_counts_every_key():
+    keys = np.random.default_rng(2).integers(0, 5_000, 60_000).astype(np.uint64)
+    for capacity in (16, 1 << 10, 1 << 16):
+        distinct, counts = string_table._hashed_counts(keys, capacity)
+        order = np.argsort(distinct)
+        expected, expected_counts = np.unique(keys, return_counts=True)
+        np.testing.assert_array_equal(distinct[order], expected)
+        np.testing.assert_array_equal(counts[order], expected_counts)
+
+
 def test_unsigned_values_past_int64_are_counted_and_looked_up_by_pandas():
     series = pd.Series(np.array([2**64 - 1, 3, 2**64 - 1], np.uint64))
     assert dict(PANDAS.value_counts(series)) == {2**64 - 1: 2, 3: 1}
@@ -68,9 +105,14 @@ def test_count_tables_merge_as_sorted_runs_into_the_groupby_sum(dtype):
     assert PANDAS.sum_counts(shuffled, "count").set_index("value")["count"].sort_index().tolist() == reference.tolist()
 
 
+@pytest.mark.parametrize("held", ["hashed", "walked"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("vocab_size", [1, 300, 70_000])
-def test_positions_equal_pandas_get_indexer(dtype, vocab_size):
+def test_positions_equal_pandas_get_indexer(dtype, vocab_size, held, monkeypatch):
+    # Sets of few keys are probed in a hash table, larger ones walked in key order: both
+    # answer as pandas does (the bound lowered to 0 walks every set).
+    if held == "walked":
+        monkeypatch.setattr(string_table, "_HASHED_SET_KEYS", 0)
     rng = np.random.default_rng(vocab_size)
     info = np.iinfo(np.int64 if "[" in dtype else np.dtype(dtype.lower()))
     drawn = np.unique(rng.integers(info.min, min(info.max, 2**63 - 1), vocab_size, endpoint=True, dtype=info.dtype))
@@ -78,6 +120,7 @@ def test_positions_equal_pandas_get_indexer(dtype, vocab_size):
     keys = pd.concat([vocab.sample(50_000, replace=True, random_state=1), _ids(rng, 50_000, vocab_size, dtype)], ignore_index=True)
     table = PANDAS.lookup_table(vocab)
     assert isinstance(table, IntegerLookup) and len(table) == len(vocab)
+    assert (table._table._hashed is not None) == (held == "hashed")
     ours = PANDAS.lookup(table, keys)
     reference = pd.Index(vocab.astype(object)).get_indexer(keys.astype(object))
     reference[keys.isna().to_numpy()] = -1

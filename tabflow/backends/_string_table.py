@@ -280,6 +280,47 @@ def _packed_keys(keys, shared, row_bits):
     return packed
 
 
+# A stable radix sort of uint64 keys on a range of their bits, 11 bits a pass (a count per
+# digit fits the L1 cache): three to four times faster than NumPy's sort of 500,000 keys,
+# where keys vary in few bits (integer ids below 2**32: three passes). A pass over a digit
+# that every key shares only counts.
+_DIGIT_BITS = 11
+
+
+@numba.njit(cache=True, nogil=True)
+def _radix_sorted(values, low_bit, high_bit):
+    # ``values`` sorted in place by bits [low_bit, high_bit) (equal bits keep their order).
+    n = values.shape[0]
+    scratch = np.empty(n, dtype=np.uint64)
+    source, target = values, scratch
+    counts = np.empty(1 << _DIGIT_BITS, dtype=np.int64)
+    shift = low_bit
+    moved = False  # whether the sorted keys are in ``scratch``
+    while shift < high_bit:
+        bits = min(_DIGIT_BITS, high_bit - shift)
+        mask = np.uint64((1 << bits) - 1)
+        counts[: 1 << bits] = 0
+        for i in range(n):
+            counts[(source[i] >> np.uint64(shift)) & mask] += 1
+        if n and counts[(source[0] >> np.uint64(shift)) & mask] == n:
+            shift += bits
+            continue
+        total = 0
+        for digit in range(1 << bits):
+            count = counts[digit]
+            counts[digit] = total
+            total += count
+        for i in range(n):
+            digit = (source[i] >> np.uint64(shift)) & mask
+            target[counts[digit]] = source[i]
+            counts[digit] += 1
+        source, target = target, source
+        moved = not moved
+        shift += bits
+    if moved:
+        values[:] = scratch
+
+
 @numba.njit(cache=True, nogil=True)
 def _unpacked_order(packed, order, keys, shared, row_bits):
     # The row numbers of the sorted packed keys into ``order`` (the same memory: each is read
@@ -313,7 +354,9 @@ def _key_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         shared = _shared_bits(keys)
         if _kept_bits_tell_apart(keys, shared, row_bits):
             packed = _packed_keys(keys, shared, row_bits)
-            packed.sort()
+            # Rows ascend in the low bits: sorted stably on the key bits above them (and
+            # above the zeros shifted in below the key), packed keys are in NumPy's order.
+            _radix_sorted(packed, max(row_bits, shared), 64)
             order = packed.view(np.int64)
             ordered, done = _unpacked_order(packed, order, keys, shared, row_bits)
             if done:
@@ -1213,7 +1256,8 @@ def count_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             distinct, counts = _hashed_counts(keys, capacity)
             order, ordered = _key_order(distinct)
             return ordered, counts[order]
-    keys = np.sort(keys)
+    keys = keys.copy()
+    _radix_sorted(keys, 0, 64 - _shared_bits(keys) if len(keys) else 0)
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else np.zeros(0, np.int64)
     counts = np.diff(np.append(starts, len(keys))).astype(np.int64, copy=False)
     return keys[starts], counts

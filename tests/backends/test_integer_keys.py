@@ -144,3 +144,21 @@ def test_a_table_of_numpy_integers_holds_its_keys():
         table = PANDAS.lookup_table(kept)
         assert not PANDAS.lookup_table_holds_keys(table) and table.keys is kept
     assert PANDAS.lookup(PANDAS.lookup_table(pd.Series([1, 1])), pd.Series([1])).tolist() == [0]  # the first row
+
+
+@pytest.mark.parametrize("varying_bits", [1, 11, 12, 32, 45, 64])
+def test_radix_sort_on_the_bits_that_vary_equals_numpy_sort(varying_bits):
+    # Keys count and look up sorted by a radix sort of the bits where they differ: packed
+    # with their rows in the low bits, the order is NumPy's (rows ascending among equal keys).
+    rng = np.random.default_rng(varying_bits)
+    keys = rng.integers(0, 2**64 - 1, 100_003, dtype=np.uint64, endpoint=True) >> np.uint64(64 - varying_bits)
+    keys[:2] = [0, keys.max()]
+    sorted_keys = keys.copy()
+    string_table._radix_sorted(sorted_keys, 0, varying_bits)
+    np.testing.assert_array_equal(sorted_keys, np.sort(keys))
+    order, ordered = string_table._key_order(keys)
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+    np.testing.assert_array_equal(ordered, np.sort(keys))
+    empty = np.zeros(0, np.uint64)
+    string_table._radix_sorted(empty, 0, 64)
+    assert [a.tolist() for a in count_keys(np.full(5, 7, np.uint64))] == [[7], [5]]

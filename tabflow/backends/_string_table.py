@@ -694,7 +694,7 @@ class SortedKeys:
         self._split: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         if 3 * groups <= len(keys):  # the groups' 12 bytes each take at most 4 a key
             self._keys, self._split = None, _split_keys(keys, groups)
-        self._hashed = _hashed_set(keys, rows) if len(keys) <= _HASHED_SET_KEYS else None
+        self._hashed: tuple[np.ndarray, np.ndarray] | None = _hashed_set(keys, rows) if len(keys) <= _HASHED_SET_KEYS else None
 
     @classmethod
     def of_rows(cls, keys: np.ndarray, present: np.ndarray) -> "SortedKeys":
@@ -729,7 +729,8 @@ class SortedKeys:
             out = np.empty(len(keys), dtype=np.int64)
         out.fill(-1)
         if self._hashed is not None:
-            _probe_hashed(*self._hashed, keys, present, out)
+            slot_keys, slot_rows = self._hashed
+            _probe_hashed(slot_keys, slot_rows, keys, present, out)
             return out
         order, ordered = _key_order(keys)
         if self._split is not None:

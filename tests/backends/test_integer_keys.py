@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabflow.backends import get_backend
 from tabflow.backends import _string_table as string_table
+from tabflow.backends import get_backend
 from tabflow.backends._string_table import count_keys, integer_keys, integer_values
 from tabflow.backends.pandas_backend import IntegerLookup
 

@@ -497,6 +497,11 @@ def _walk_split(order, sorted_query_keys, short, lower, upper, starts, rows, out
 # them by sorting. Past a few hundred thousand keys the table misses the caches on every
 # probe and takes 17 bytes a key beside the sorted set's 8 to 12, so large sets are walked.
 _HASHED_SET_KEYS = 1 << 19
+# A probe passes at most this many slots: well-spread keys pass a few (the longest probe
+# into a 70%-full table of 2**19 random or consecutive keys passes 90 to 120; into a half
+# full count table, 30 to 40); keys chosen to share their slots would make counting and
+# lookups quadratic, so past it they are sorted and walked instead.
+_MAX_PROBE = 1024
 
 
 @numba.njit(inline="always", cache=True)
@@ -513,20 +518,25 @@ def _mixed(key):
 @numba.njit(cache=True, nogil=True)
 def _hashed_set(keys, rows):
     # Open addressing (linear probing, at most 70% full) of distinct keys: each slot a key
-    # and its row, -1 for an empty slot.
+    # and its row, -1 for an empty slot. False (and no table) when a probe passes
+    # _MAX_PROBE slots: keys made to share slots would make every lookup slow.
     size = _capacity_for(keys.shape[0])
     capacity = np.uint64(size)
     slot_keys = np.zeros(size, dtype=np.uint64)
     slot_rows = np.full(size, -1, dtype=rows.dtype)
     for i in range(keys.shape[0]):
         slot = _home(_mixed(keys[i]), capacity)
+        steps = 0
         while slot_rows[slot] >= 0:
             slot += np.uint64(1)
             if slot == capacity:
                 slot = np.uint64(0)
+            steps += 1
+            if steps > _MAX_PROBE:
+                return slot_keys[:0], slot_rows[:0], False
         slot_keys[slot] = keys[i]
         slot_rows[slot] = rows[i]
-    return slot_keys, slot_rows
+    return slot_keys, slot_rows, True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -549,14 +559,19 @@ def _probe_hashed(slot_keys, slot_rows, keys, present, out):
 @numba.njit(cache=True, nogil=True)
 def _count_into(keys, start, slot_keys, slot_counts, distinct):
     # Counts keys[start:] into the table (a power-of-two size; count 0: an empty slot) until
-    # it is half full; the position reached and the distinct keys in the table.
+    # it is half full; the position reached (-1: a probe passed _MAX_PROBE slots) and the
+    # distinct keys in the table.
     mask = np.uint64(slot_keys.shape[0] - 1)
     room = slot_keys.shape[0] // 2
     for i in range(start, keys.shape[0]):
         key = keys[i]
         slot = _mixed(key) & mask
+        steps = 0
         while slot_counts[slot] != 0 and slot_keys[slot] != key:
             slot = (slot + np.uint64(1)) & mask
+            steps += 1
+            if steps > _MAX_PROBE:
+                return -1, distinct
         if slot_counts[slot] == 0:
             if distinct == room:
                 return i, distinct
@@ -569,11 +584,12 @@ def _count_into(keys, start, slot_keys, slot_counts, distinct):
 @numba.njit(cache=True, nogil=True)
 def _hashed_counts(keys, capacity):
     # Each distinct key and how often it occurs (in slot order), in a table of ``capacity``
-    # slots (a power of two) that doubles whenever it is half full.
+    # slots (a power of two) that doubles whenever it is half full; False (and no counts)
+    # when a probe passes _MAX_PROBE slots.
     slot_keys = np.zeros(capacity, dtype=np.uint64)
     slot_counts = np.zeros(capacity, dtype=np.int64)
     done, distinct = _count_into(keys, 0, slot_keys, slot_counts, 0)
-    while done < keys.shape[0]:
+    while 0 <= done < keys.shape[0]:
         held = slot_counts != 0
         old_keys, old_counts = slot_keys[held], slot_counts[held]
         capacity *= 2
@@ -586,8 +602,10 @@ def _hashed_counts(keys, capacity):
                 slot = (slot + np.uint64(1)) & mask
             slot_keys[slot], slot_counts[slot] = old_keys[i], old_counts[i]
         done, distinct = _count_into(keys, done, slot_keys, slot_counts, distinct)
+    if done < 0:
+        return slot_keys[:0], slot_counts[:0], False
     held = slot_counts != 0
-    return slot_keys[held], slot_counts[held]
+    return slot_keys[held], slot_counts[held], True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -694,7 +712,10 @@ class SortedKeys:
         self._split: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         if 3 * groups <= len(keys):  # the groups' 12 bytes each take at most 4 a key
             self._keys, self._split = None, _split_keys(keys, groups)
-        self._hashed: tuple[np.ndarray, np.ndarray] | None = _hashed_set(keys, rows) if len(keys) <= _HASHED_SET_KEYS else None
+        self._hashed: tuple[np.ndarray, np.ndarray] | None = None
+        if len(keys) <= _HASHED_SET_KEYS:
+            slot_keys, slot_rows, hashed = _hashed_set(keys, rows)
+            self._hashed = (slot_keys, slot_rows) if hashed else None
 
     @classmethod
     def of_rows(cls, keys: np.ndarray, present: np.ndarray) -> "SortedKeys":
@@ -1254,9 +1275,10 @@ def count_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             # Few distinct keys (a quarter of the keys or fewer): counted by hashing, and only
             # the distinct ones sorted; with more, the table misses the caches and sorting wins.
             capacity = 1 << (3 * foreseen).bit_length()  # at most about 40% full
-            distinct, counts = _hashed_counts(keys, capacity)
-            order, ordered = _key_order(distinct)
-            return ordered, counts[order]
+            distinct, counts, hashed = _hashed_counts(keys, capacity)
+            if hashed:
+                order, ordered = _key_order(distinct)
+                return ordered, counts[order]
     keys = keys.copy()
     _radix_sorted(keys, 0, 64 - _shared_bits(keys) if len(keys) else 0)
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else np.zeros(0, np.int64)

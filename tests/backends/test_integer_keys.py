@@ -76,7 +76,8 @@ def test_keys_counted_by_hashing_or_sorting_equal_numpy_unique(shape):
 def test_a_table_that_outgrows_its_first_size_doubles_and_counts_every_key():
     keys = np.random.default_rng(2).integers(0, 5_000, 60_000).astype(np.uint64)
     for capacity in (16, 1 << 10, 1 << 16):
-        distinct, counts = string_table._hashed_counts(keys, capacity)
+        distinct, counts, hashed = string_table._hashed_counts(keys, capacity)
+        assert hashed
         order = np.argsort(distinct)
         expected, expected_counts = np.unique(keys, return_counts=True)
         np.testing.assert_array_equal(distinct[order], expected)
@@ -162,3 +163,38 @@ def test_radix_sort_on_the_bits_that_vary_equals_numpy_sort(varying_bits):
     empty = np.zeros(0, np.uint64)
     string_table._radix_sorted(empty, 0, 64)
     assert [a.tolist() for a in count_keys(np.full(5, 7, np.uint64))] == [[7], [5]]
+
+
+def _keys_sharing_a_slot(count: int) -> np.ndarray:
+    # Keys whose mixed hashes agree in their lower 32 bits (the bits that choose a slot in
+    # every table): the mix is invertible, so such keys are easy to make on purpose.
+    mask = 2**64 - 1
+    first, second = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
+    keys = []
+    for upper in range(1, count + 1):
+        value = (upper << 32) | 0x1234
+        value ^= value >> 33
+        value = (value * pow(second, -1, 2**64)) & mask
+        value ^= value >> 33
+        value = (value * pow(first, -1, 2**64)) & mask
+        value ^= value >> 33
+        keys.append(value)
+    return np.array(keys, dtype=np.uint64)
+
+
+@pytest.mark.timeout(60)
+def test_keys_made_to_share_slots_are_sorted_and_walked_not_probed_forever():
+    crafted = _keys_sharing_a_slot(5_000)
+    mixed = np.array([string_table._mixed(key) for key in crafted[:3]], dtype=np.uint64)
+    assert len(set((mixed & np.uint64(0xFFFFFFFF)).tolist())) == 1
+    keys = np.repeat(crafted, 8)
+    distinct, counts = count_keys(keys)  # foreseen as few (one slot's worth), hashed, given up
+    np.testing.assert_array_equal(distinct, np.sort(crafted))
+    assert (counts == 8).all()
+    assert not string_table._hashed_counts(keys, 16)[2]
+    table = string_table.SortedKeys(np.sort(crafted), np.arange(len(crafted), dtype=np.int32))
+    assert table._hashed is None  # walked instead
+    queries = np.concatenate([crafted[::-7], np.array([1, 2], np.uint64)])
+    expected = np.searchsorted(np.sort(crafted), queries)
+    expected[-2:] = -1
+    np.testing.assert_array_equal(table.positions(queries, np.ones(len(queries), bool)), expected)

@@ -502,6 +502,9 @@ _HASHED_SET_KEYS = 1 << 19
 # full count table, 30 to 40); keys chosen to share their slots would make counting and
 # lookups quadratic, so past it they are sorted and walked instead.
 _MAX_PROBE = 1024
+# Fewer keys than this are sorted without foreseeing their distinct count: either way takes
+# microseconds.
+_HASHED_COUNT_KEYS = 2048
 
 
 @numba.njit(inline="always", cache=True)
@@ -619,13 +622,12 @@ def _distinct_estimate(keys, bits):
     for i in range(keys.shape[0]):
         bit = _mixed(keys[i]) & mask
         words[bit >> np.uint64(6)] |= np.uint64(1) << (bit & np.uint64(63))
-    clear = 0
+    clear = bits
     for w in range(words.shape[0]):
         word = words[w]
-        while word:
+        while word:  # one turn per set bit
             word &= word - np.uint64(1)
             clear -= 1
-    clear += bits
     if clear == 0:
         return keys.shape[0]
     return min(keys.shape[0], int(bits * np.log(bits / clear)) + 1)
@@ -1269,7 +1271,7 @@ def count_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> [a.tolist() for a in count_keys(np.array([7, 3, 7, 7], np.uint64))]
     [[3, 7], [1, 3]]
     """
-    if len(keys) >= _SAMPLE:
+    if len(keys) >= _HASHED_COUNT_KEYS:
         foreseen = _distinct_estimate(keys, 1 << max(6, (len(keys) // 4).bit_length()))
         if 4 * foreseen <= len(keys):
             # Few distinct keys (a quarter of the keys or fewer): counted by hashing, and only

@@ -185,8 +185,9 @@ class IntegerLookup(_KeysBesideTable):
     """Vocabulary lookup table of integer keys (any integer dtype, nulls left out): their
     :func:`~tabflow.backends._string_table.integer_keys` held sorted
     (:class:`~tabflow.backends._string_table.SortedKeys`), looked up by a walk of the
-    sorted keys of each column asked about (or, in a table of few keys, by hashing); keys that are not integers (or unsigned ones past
-    int64) are looked up in a :class:`pandas.Index` of the keys.
+    sorted keys of each column asked about (or, in a table of few keys, by hashing); keys
+    that are not integers (or unsigned ones past int64) are looked up in a
+    :class:`pandas.Index` of the keys.
 
     Keys of a NumPy integer dtype on a default index are not kept beside the table: each is
     its key, and :attr:`keys` rebuilds them (8 to 12 bytes a key in all, where the keys and a

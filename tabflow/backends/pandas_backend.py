@@ -731,14 +731,22 @@ class PandasBackend:
             series = pd.Series(pd.array(encoded.cast(pa.large_string()), dtype=_pandas_string_dtype()), name=series.name)
         if _is_arrow_string(series.dtype):
             # Short strings (ids) are counted by sorting, not hashing: the table comes out in
-            # byte order, as the merges want it. Longer ones sharing prefixes sort slowly.
-            from tabflow.backends._string_table import sorted_counts
+            # byte order, as the merges want it. Longer ones sharing prefixes sort slowly:
+            # they are counted by hashing, and only the distinct ones sorted.
+            from tabflow.backends._string_table import hashed_counts, sorted_counts
 
             data, offsets, valid = _arrow_string_buffers(pa.array(series.array), series.name)
             if len(offsets) < 2 or int(np.diff(offsets).max()) <= 8:
                 table = sorted_counts(data, offsets, valid)
                 if table is not None:
                     return _count_series(table, series.name)
+            table = hashed_counts(data, offsets, valid)
+            if table is not None:
+                data, offsets, numbers = table
+                values = pa.LargeStringArray.from_buffers(len(numbers), pa.py_buffer(offsets), pa.py_buffer(data))
+                order = _byte_order(values)
+                index = pd.Index(pd.array(values.take(pa.array(order)), dtype=_pandas_string_dtype()), name=series.name)
+                return pd.Series(numbers[order], index=index, name="count")
         counts = series.value_counts(dropna=True, sort=False)
         if pd.api.types.is_integer_dtype(series.dtype):  # unsigned values past int64's range
             counts = counts.sort_index()

@@ -157,21 +157,24 @@ def test_sorted_merge_of_count_tables_equals_a_group_by(parts):
     assert merged["value"].dtype == frames[0]["value"].dtype and merged["count"].dtype == np.int64
 
 
-def test_the_last_merge_leaves_out_the_prefix_keys_and_merges_the_same():
-    # A run merged again needs its prefix keys; the last merge's would go unread.
-    from tabflow.backends._string_table import _merge_runs, _prefix_keys
+def test_the_last_merge_leaves_out_the_common_prefixes_and_merges_the_same():
+    # A run merged again needs its strings' common prefixes with their predecessors; the last
+    # merge's would go unread.
+    from tabflow.backends._string_table import _merge_runs, _run_lcps
 
     def run(values, counts):
         data = np.frombuffer("".join(values).encode(), np.uint8)
         offsets = np.concatenate([[0], np.cumsum([len(v.encode()) for v in values])]).astype(np.int64)
-        return data, offsets, np.array(counts, np.int64), _prefix_keys(data, offsets)
+        lcps, ascending = _run_lcps(data, offsets)
+        assert ascending
+        return data, offsets, np.array(counts, np.int64), lcps
 
     a, b = run(["ab", "abcdefghi", "b"], [1, 2, 3]), run(["abcdefghh", "b", "c"], [4, 5, 6])
     kept, dropped = _merge_runs(*a, *b, True), _merge_runs(*a, *b, False)
     for left, right in zip(kept[:3], dropped[:3]):
         np.testing.assert_array_equal(left, right)
     assert bytes(kept[0]) == b"ababcdefghhabcdefghibc" and kept[2].tolist() == [1, 4, 2, 8, 6]
-    np.testing.assert_array_equal(kept[3], _prefix_keys(kept[0], kept[1]))
+    assert kept[3].tolist() == [0, 2, 8, 0, 0] == _run_lcps(kept[0], kept[1])[0].tolist()
     assert len(dropped[3]) == 0
 
 
@@ -386,6 +389,101 @@ def test_a_run_out_of_order_anywhere_is_refused_and_the_counts_are_grouped(bad, 
         for value in t:
             reference[value] = reference.get(value, 0) + 1
     assert dict(zip(merged["value"], merged["count"].tolist())) == reference
+
+
+@pytest.mark.parametrize("foreseen", [-1, 1, 10**6])
+@pytest.mark.parametrize("n, distinct", [(0, 1), (1, 1), (5_000, 3), (20_000, 15_000)])
+def test_strings_counted_by_hashing_equal_pandas_in_first_row_order(n, distinct, foreseen):
+    # Estimated, far too few (the table grows many times over) or far too many foreseen.
+    from tabflow.backends._string_table import hashed_counts
+
+    values = _random_strings(np.random.default_rng(n + distinct), n, distinct)
+    data, offsets, valid = _arrow_string_buffers(pa.array(values.array))
+    table = hashed_counts(data, offsets, valid, foreseen)
+    strings = pa.LargeStringArray.from_buffers(len(table[2]), pa.py_buffer(table[1]), pa.py_buffer(table[0])).to_pylist()
+    expected = values.value_counts(dropna=True, sort=False)  # in order of first row
+    assert strings == expected.index.tolist() and table[2].tolist() == expected.tolist()
+
+
+def test_long_strings_are_counted_by_hashing_or_else_by_pandas(monkeypatch):
+    # A column of long strings counted by hashing, sorted in byte order; the same when the
+    # hash table declines (strings made to collide) and pandas counts them.
+    import tabflow.backends._string_table as kernels
+
+    values = _random_strings(np.random.default_rng(3), 20_000, 4_000).map(lambda v: v if pd.isna(v) else f"https://example.com/{v}")
+    expected = values.value_counts(dropna=True)
+    expected = expected.iloc[np.argsort(expected.index.map(str.encode).to_numpy(), kind="stable")]
+    for declined in (False, True):
+        if declined:
+            monkeypatch.setattr(kernels, "hashed_counts", lambda *args: None)
+        counts = PANDAS.value_counts(values)
+        assert counts.index.tolist() == expected.index.tolist() and counts.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("runs", [2, 7])
+def test_merging_urls_and_user_agents_equals_counting_in_python(runs):
+    # Strings alike in long prefixes (templates around a hex id, templates that are prefixes
+    # of one another) and shorter ones, spread over runs of different sizes: the merge skips
+    # the prefixes it knows two strings share, and must still order and sum as bytes do.
+    from tabflow.backends._string_table import merge_sorted_counts
+
+    rng = np.random.default_rng(runs)
+    templates = ["https://www.example.org/p/{}", "https://www.example.org/p/{}?ref=feed", "https://shop.example.com/{}",
+                 "Mozilla/5.0 (X11; Linux x86_64) {}", "{}", "user-{}@mail.example.com", "https://{}"]
+    tables, reference = [], {}
+    for size in rng.integers(1, 3000, size=runs):
+        ids = rng.integers(0, 16 ** int(rng.integers(1, 5)), size=size)
+        chosen = sorted({templates[int(t)].format(f"{i:x}") for t, i in zip(rng.integers(0, len(templates), size), ids)}, key=str.encode)
+        counts = rng.integers(1, 5, size=len(chosen))
+        tables.append(_run(chosen, counts))
+        for value, count in zip(chosen, counts):
+            reference[value] = reference.get(value, 0) + int(count)
+    data, offsets, counts = merge_sorted_counts(tables)
+    merged = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data)).to_pylist()
+    assert merged == sorted(reference, key=str.encode)
+    assert counts.tolist() == [reference[value] for value in merged]
+
+
+def test_a_late_run_out_of_order_is_refused_after_the_merges_before_it():
+    # Runs are checked when first merged: the largest run, merged last, is out of order
+    # behind strings sharing a long prefix.
+    from tabflow.backends._string_table import merge_sorted_counts
+
+    prefix = "https://www.example.org/p/"
+    small = [[prefix + "0001"], [prefix + "0002"], [prefix + "0003"]]
+    large = [prefix + f"{i:04d}" for i in range(10, 40)]
+    large[20], large[21] = large[21], large[20]
+    assert merge_sorted_counts([_run(t) for t in [*small, large]]) is None
+    large[20], large[21] = large[21], large[20]
+    data, offsets, counts = merge_sorted_counts([_run(t) for t in [*small, large]])
+    merged = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data)).to_pylist()
+    assert merged == sorted(sum(small, []) + large) and counts.tolist() == [1] * 33
+
+
+def test_byte_comparisons_agree_with_python_at_every_length_and_position():
+    # The kernels compare eight bytes at a time, then byte by byte: strings of 0-20 bytes
+    # that differ at each position, or are a prefix of one another, placed at odd offsets
+    # (words read unaligned), against Python's order of bytes.
+    from tabflow.backends._string_table import _common_prefix, _compare, _same_bytes
+
+    base = bytes(range(100, 121))
+    cases = []
+    for length in range(21):
+        a = base[:length]
+        cases += [(a, base[:other]) for other in range(21)]
+        for position in range(length):
+            for step in (-1, 1):
+                b = bytearray(a)
+                b[position] = (b[position] + step) % 256
+                cases.append((a, bytes(b)))
+    for a, b in cases:
+        data = np.frombuffer(b"\x07" + a + b"\x07\x07\x07" + b, np.uint8)
+        a_start, b_start = 1, len(a) + 4
+        expected_order = (a > b) - (a < b)
+        expected_shared = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+        assert _compare(data, a_start, len(a), data, b_start, len(b)) == expected_order, (a, b)
+        assert _same_bytes(data, a_start, len(a), data, b_start, len(b)) == (a == b), (a, b)
+        assert _common_prefix(data, a_start, data, b_start, min(len(a), len(b)), 0) == expected_shared, (a, b)
 
 
 def _keys_of(strings):

@@ -733,7 +733,7 @@ class PandasBackend:
             # Short strings (ids) are counted by sorting, not hashing: the table comes out in
             # byte order, as the merges want it. Longer ones sharing prefixes sort slowly:
             # they are counted by hashing, and only the distinct ones sorted.
-            from tabflow.backends._string_table import hashed_counts, sorted_counts
+            from tabflow.backends._string_table import hashed_counts, sorted_counts, take_strings
 
             data, offsets, valid = _arrow_string_buffers(pa.array(series.array), series.name)
             if len(offsets) < 2 or int(np.diff(offsets).max()) <= 8:
@@ -743,10 +743,8 @@ class PandasBackend:
             table = hashed_counts(data, offsets, valid)
             if table is not None:
                 data, offsets, numbers = table
-                values = pa.LargeStringArray.from_buffers(len(numbers), pa.py_buffer(offsets), pa.py_buffer(data))
-                order = _byte_order(values)
-                index = pd.Index(pd.array(values.take(pa.array(order)), dtype=_pandas_string_dtype()), name=series.name)
-                return pd.Series(numbers[order], index=index, name="count")
+                order = _byte_order(pa.LargeStringArray.from_buffers(len(numbers), pa.py_buffer(offsets), pa.py_buffer(data)))
+                return _count_series((*take_strings(data, offsets, order), numbers[order]), series.name)
         counts = series.value_counts(dropna=True, sort=False)
         if pd.api.types.is_integer_dtype(series.dtype):  # unsigned values past int64's range
             counts = counts.sort_index()

@@ -14,8 +14,9 @@ any other vocabulary is an open-addressing table keyed by
 hash collision can never match two different strings. Short strings are counted by sorting
 them on their first eight bytes as integers (with few distinct values: by hashing those
 integers, and sorting only the distinct ones), longer ones by hashing them, and count tables
-sorted by value merge by comparing neighbours, past the prefix they are known to share. The loops are numba-compiled and release the GIL, so partitions encode in
-parallel on a threaded scheduler.
+sorted by value merge by comparing neighbours, past the prefix they are known to share. The
+loops are numba-compiled and release the GIL, so partitions encode in parallel on a threaded
+scheduler.
 
 Examples
 --------
@@ -706,11 +707,12 @@ def _count_rows_into(slots, hashes, data, offsets, valid, start, counts_by_row, 
                 continue
             h = hashes[i]
             slot = _home(h, capacity)
+            new = first_slots[j] == 0 and slots[slot] == 0  # empty then, and still empty now
             start_i = offsets[i]
             length = offsets[i + 1] - start_i
             steps = 0
             while True:
-                value = slots[slot]
+                value = np.uint64(0) if new else slots[slot]
                 if value == 0:
                     if distinct == room:
                         return i, distinct

@@ -37,7 +37,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from tabflow.backends._hashing import _read64, _xxh64
+from tabflow.backends._hashing import _hash_strings, _read64, _xxh64
 
 __all__ = [
     "SortedKeys", "StringTable", "byte_order", "count_keys", "hashed_counts", "integer_keys", "integer_values", "is_sorted_unique",
@@ -679,16 +679,6 @@ def _distinct_estimate(keys, bits):
 # of a few thousand values or fewer: 15-20 ms against 9-10; such columns mostly come
 # dictionary-encoded, and are counted by index, see the pandas engine).
 @numba.njit(cache=True, nogil=True)
-def _row_hashes(data, offsets, valid):
-    n = offsets.shape[0] - 1
-    hashes = np.zeros(n, dtype=np.uint64)
-    for i in range(n):
-        if valid[i]:
-            hashes[i] = _string_at(data, offsets, i)[2]
-    return hashes
-
-
-@numba.njit(cache=True, nogil=True)
 def _count_rows_into(slots, hashes, data, offsets, valid, start, counts_by_row, distinct, room):
     # Counts the valid rows from ``start`` on into the table (slots as _build's, the entry
     # being the string's first row, its count in ``counts_by_row``) until it holds ``room``
@@ -741,7 +731,7 @@ def _hashed_string_counts(data, offsets, valid, foreseen):
     # table is sized for ``foreseen`` distinct strings (negative: estimated) and grows (to
     # twice the strings held) when 70% full.
     n = offsets.shape[0] - 1
-    hashes = _row_hashes(data, offsets, valid)
+    hashes = _hash_strings(data, offsets, valid, _SEED, np.uint64(0))  # nulls: 0
     if foreseen < 0:
         bits = 64
         while bits < n // 4:

@@ -305,26 +305,44 @@ def _run(values, counts=None):
     return np.frombuffer(buffers[2] or b"", np.uint8), offsets, np.asarray(counts if counts is not None else [1] * len(values), np.int64)
 
 
+def _assert_merged_as_python(runs):
+    # merge_sorted_counts of (ascending strings, counts) runs against summing in a dict.
+    from tabflow.backends._string_table import merge_sorted_counts
+
+    reference: dict[str, int] = {}
+    for chosen, counts in runs:
+        for value, count in zip(chosen, counts):
+            reference[value] = reference.get(value, 0) + int(count)
+    data, offsets, counts = merge_sorted_counts([_run(chosen, counts) for chosen, counts in runs])
+    merged = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data)).to_pylist()
+    assert merged == sorted(reference, key=str.encode)
+    assert counts.tolist() == [reference[value] for value in merged]
+
+
+def test_strings_taken_by_row_in_the_order_given():
+    from tabflow.backends._string_table import take_strings
+
+    data, offsets, _ = _run(["", "https://example.com/a", "é", "x"])
+    for rows in ([], [1], [3, 1, 1, 0, 2]):
+        taken, taken_offsets = take_strings(data, offsets, np.array(rows, np.int64))
+        strings = pa.LargeStringArray.from_buffers(len(rows), pa.py_buffer(taken_offsets), pa.py_buffer(taken)).to_pylist()
+        assert strings == [["", "https://example.com/a", "é", "x"][row] for row in rows]
+
+
 @pytest.mark.parametrize("runs", [2, 5, 9])
 def test_merging_strings_that_share_their_first_eight_bytes_orders_them_by_every_byte(runs):
     # Strings alike in their first eight bytes tie on the integer keys the merge compares
     # first; their order and sums come from the bytes after them (a NUL and a shorter
     # string included).
-    from tabflow.backends._string_table import merge_sorted_counts
 
     rng = np.random.default_rng(runs)
     pool = ["user_000" + tail for tail in ["", "\x00", "\x00\x00", "1", "10", "2", "é", "1" * 30]] + ["user_00", "a", ""]
-    tables, reference = [], {}
+    tables = []
     for _ in range(runs):
         chosen = sorted(set(rng.choice(pool, size=int(rng.integers(1, len(pool))))), key=str.encode)
         counts = rng.integers(1, 100, size=len(chosen))
-        tables.append(_run(chosen, counts))
-        for value, count in zip(chosen, counts):
-            reference[value] = reference.get(value, 0) + int(count)
-    data, offsets, counts = merge_sorted_counts(tables)
-    merged = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data)).to_pylist()
-    assert merged == sorted(reference, key=str.encode)
-    assert counts.tolist() == [reference[value] for value in merged]
+        tables.append((chosen, counts))
+    _assert_merged_as_python(tables)
 
 
 @pytest.mark.parametrize("runs", [2, 3, 8])
@@ -425,23 +443,17 @@ def test_merging_urls_and_user_agents_equals_counting_in_python(runs):
     # Strings alike in long prefixes (templates around a hex id, templates that are prefixes
     # of one another) and shorter ones, spread over runs of different sizes: the merge skips
     # the prefixes it knows two strings share, and must still order and sum as bytes do.
-    from tabflow.backends._string_table import merge_sorted_counts
 
     rng = np.random.default_rng(runs)
     templates = ["https://www.example.org/p/{}", "https://www.example.org/p/{}?ref=feed", "https://shop.example.com/{}",
                  "Mozilla/5.0 (X11; Linux x86_64) {}", "{}", "user-{}@mail.example.com", "https://{}"]
-    tables, reference = [], {}
+    tables = []
     for size in rng.integers(1, 3000, size=runs):
         ids = rng.integers(0, 16 ** int(rng.integers(1, 5)), size=size)
         chosen = sorted({templates[int(t)].format(f"{i:x}") for t, i in zip(rng.integers(0, len(templates), size), ids)}, key=str.encode)
         counts = rng.integers(1, 5, size=len(chosen))
-        tables.append(_run(chosen, counts))
-        for value, count in zip(chosen, counts):
-            reference[value] = reference.get(value, 0) + int(count)
-    data, offsets, counts = merge_sorted_counts(tables)
-    merged = pa.LargeStringArray.from_buffers(len(counts), pa.py_buffer(offsets), pa.py_buffer(data)).to_pylist()
-    assert merged == sorted(reference, key=str.encode)
-    assert counts.tolist() == [reference[value] for value in merged]
+        tables.append((chosen, counts))
+    _assert_merged_as_python(tables)
 
 
 def test_a_late_run_out_of_order_is_refused_after_the_merges_before_it():
